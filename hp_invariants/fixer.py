@@ -1,0 +1,102 @@
+"""Applying the fixes that rules attach to findings, until nothing changes (ruff's fix loop).
+
+Used by ``hp-invariants fix`` and by every codemod in :mod:`hp_invariants.codemods`, so both
+change exactly what ``check`` reports. Each round re-runs the detection on the new text, applies
+every allowed, non-overlapping fix, and re-parses the result; a round whose output does not parse
+is rolled back and the run stops there.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from hp_invariants import engine
+from hp_invariants.model import Applicability, Finding, Rule
+from hp_invariants.source import SourceFile
+
+MAX_ROUNDS = 10
+
+
+@dataclass
+class FixOutcome:
+    """What :func:`fix_source` did to one file.
+
+    ``text`` is the new text (equal to the input when nothing applied); ``applied`` the findings
+    fixed; ``remaining`` the findings left after the last round; ``rejected`` a message when a
+    round was rolled back because its output did not parse.
+    """
+
+    text: str
+    applied: list[Finding] = field(default_factory=list)
+    remaining: list[Finding] = field(default_factory=list)
+    rejected: str = ""
+
+    @property
+    def changed(self) -> bool:
+        """True when at least one fix was applied."""
+        return bool(self.applied)
+
+
+def allowed(finding: Finding, unsafe: bool) -> bool:
+    """Return True if ``finding`` has a fix that may be applied (``unsafe``: include unsafe ones)."""
+    if finding.fix is None or not finding.fix.edits:
+        return False
+    if finding.fix.applicability is Applicability.SAFE:
+        return True
+    return unsafe and finding.fix.applicability is Applicability.UNSAFE
+
+
+def _non_overlapping(source: SourceFile, findings: Sequence[Finding]) -> list[Finding]:
+    chosen: list[Finding] = []
+    taken: list[tuple[int, int]] = []
+    for finding in findings:
+        spans = [(source.offset(*e.start), source.offset(*e.end)) for e in finding.fix.edits]
+        clash = any(
+            a_start < b_end and b_start < a_end or (a_start == a_end == b_start == b_end)
+            for a_start, a_end in spans
+            for b_start, b_end in taken
+        )
+        if not clash:
+            chosen.append(finding)
+            taken.extend(spans)
+    return chosen
+
+
+def fix_source(
+    source: SourceFile,
+    rules: Sequence[Rule],
+    options: dict[str, dict[str, Any]] | None = None,
+    project: Callable[[], Any] | None = None,
+    unsafe: bool = False,
+) -> FixOutcome:
+    """Apply the fixes of ``rules`` to ``source`` until none applies.
+
+    Raises ``SyntaxError`` only if the *input* does not parse; never returns text that does not
+    parse.
+    """
+    current = source
+    tree = engine.parse(current)
+    outcome = FixOutcome(text=source.text)
+    for _ in range(MAX_ROUNDS):
+        findings = engine.analyze(current, tree, rules, options, project)
+        fixable = _non_overlapping(current, [f for f in findings if allowed(f, unsafe)])
+        if not fixable:
+            outcome.remaining = findings
+            break
+        new_text = current.apply_edits([e for f in fixable for e in f.fix.edits])
+        candidate = SourceFile(path=source.path, text=new_text, encoding=source.encoding, bom=source.bom)
+        try:
+            new_tree = engine.parse(candidate)
+            compile(new_tree, source.path, "exec")
+        except (SyntaxError, ValueError) as exc:
+            outcome.rejected = f"fix output does not parse ({exc}); left unchanged from here"
+            outcome.remaining = findings
+            break
+        outcome.applied.extend(fixable)
+        current, tree = candidate, new_tree
+        outcome.text = new_text
+    else:
+        outcome.remaining = engine.analyze(current, tree, rules, options, project)
+    return outcome

@@ -1,0 +1,1 @@
+"""The invariant rules, one module each; :mod:`hp_invariants.registry` lists them."""

@@ -1,0 +1,142 @@
+"""Reading, decoding, position arithmetic and edit application for one Python source file.
+
+A :class:`SourceFile` keeps what is needed to write the file back byte-exact outside an edit: the
+encoding (PEP 263 cookie or BOM, found by :func:`tokenize.detect_encoding`), the BOM and the original
+line endings. Positions follow :mod:`hp_invariants.model`: 1-based lines, 0-based character
+columns.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from hp_invariants.model import Edit
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class SourceDecodeError(ValueError):
+    """The bytes of a file cannot be decoded as Python source (bad cookie, invalid bytes, NUL)."""
+
+
+@dataclass
+class SourceFile:
+    """The decoded text of one file plus how to encode it back.
+
+    Build one with :meth:`from_bytes` (raises :class:`SourceDecodeError`). ``text`` has the BOM
+    stripped and keeps the original line endings.
+    """
+
+    path: str
+    text: str
+    encoding: str = "utf-8"
+    bom: bool = False
+    _line_starts: list[int] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def from_bytes(cls, path: str, raw: bytes) -> "SourceFile":
+        """Decode ``raw`` the way the interpreter does.
+
+        Raises :class:`SourceDecodeError` for an unknown or wrong coding cookie, bytes invalid in the
+        encoding, or NUL bytes (a binary file named ``.py``).
+        """
+        if b"\x00" in raw:
+            raise SourceDecodeError("source contains NUL bytes (binary file?)")
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        except SyntaxError as exc:  # unknown encoding / BOM with a different cookie
+            raise SourceDecodeError(str(exc)) from exc
+        bom = encoding == "utf-8-sig"
+        try:
+            text = raw.decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise SourceDecodeError(f"cannot decode as {encoding}: {exc}") from exc
+        if bom:
+            encoding = "utf-8"
+        return cls(path=path, text=text, encoding=encoding, bom=bom)
+
+    def encode(self, text: str | None = None) -> bytes:
+        """Encode ``text`` (default: this file's text) with the file's encoding and BOM."""
+        data = (self.text if text is None else text).encode(self.encoding)
+        return (b"\xef\xbb\xbf" + data) if self.bom else data
+
+    # ------------------------------------------------------------------ positions
+    @property
+    def line_starts(self) -> list[int]:
+        """Offsets in ``text`` where each line starts (index 0 is line 1)."""
+        if not self._line_starts:
+            starts = [0]
+            starts.extend(match.end() for match in _NEWLINE.finditer(self.text))
+            self._line_starts = starts
+        return self._line_starts
+
+    def line_text(self, line: int) -> str:
+        """Return line ``line`` (1-based) without its line ending; ``""`` past the end."""
+        starts = self.line_starts
+        if line < 1 or line > len(starts):
+            return ""
+        start = starts[line - 1]
+        end = starts[line] if line < len(starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+    def newline(self) -> str:
+        """Return the file's dominant line ending (``\\n`` when it has none)."""
+        match = _NEWLINE.search(self.text)
+        return match.group(0) if match else "\n"
+
+    def char_col(self, line: int, byte_col: int) -> int:
+        """Convert an ``ast`` UTF-8 byte column on ``line`` into a character column."""
+        text = self.line_text(line)
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+    def offset(self, line: int, col: int) -> int:
+        """Return the offset in ``text`` of ``(line, col)`` (character column)."""
+        starts = self.line_starts
+        if line > len(starts):
+            return len(self.text)
+        return starts[line - 1] + col
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """Return ``(line, col)`` of an offset in ``text`` (inverse of :meth:`offset`)."""
+        import bisect
+
+        index = bisect.bisect_right(self.line_starts, offset) - 1
+        return index + 1, offset - self.line_starts[index]
+
+    def node_range(self, node) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Return the ``((line, col), (end_line, end_col))`` character range of an ``ast`` node."""
+        return (
+            (node.lineno, self.char_col(node.lineno, node.col_offset)),
+            (node.end_lineno, self.char_col(node.end_lineno, node.end_col_offset)),
+        )
+
+    def segment(self, start: tuple[int, int], end: tuple[int, int]) -> str:
+        """Return the text between two positions."""
+        return self.text[self.offset(*start) : self.offset(*end)]
+
+    # ------------------------------------------------------------------ edits
+    def apply_edits(self, edits: Iterable[Edit]) -> str:
+        """Return ``text`` with ``edits`` applied.
+
+        Raises ``ValueError`` if two edits overlap (callers drop conflicting fixes first).
+        """
+        spans = sorted(
+            ((self.offset(*e.start), self.offset(*e.end), e.content) for e in edits),
+            key=lambda span: (span[0], span[1]),
+        )
+        out: list[str] = []
+        cursor = 0
+        for start, end, content in spans:
+            if start < cursor:
+                raise ValueError("overlapping edits")
+            out.append(self.text[cursor:start])
+            out.append(content)
+            cursor = end
+        out.append(self.text[cursor:])
+        return "".join(out)
