@@ -100,3 +100,105 @@ def fix_source(
     else:
         outcome.remaining = engine.analyze(current, tree, rules, options, project)
     return outcome
+
+
+# ---------------------------------------------------------------------- files
+@dataclass
+class FileFixResult:
+    """What ``hp-invariants fix`` did to one file.
+
+    ``written``: the file was rewritten; ``diff``: unified diff of the change (empty when none);
+    ``skipped``: why a changed file was not written; ``outcome``: the :class:`FixOutcome`, or
+    ``None`` when the file could not be read or parsed (then ``problem`` says why).
+    """
+
+    path: str
+    outcome: FixOutcome | None = None
+    diff: str = ""
+    written: bool = False
+    skipped: str = ""
+    problem: Any = None
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """Return a unified diff of ``before`` -> ``after`` labelled with ``path``."""
+    import difflib
+
+    return "".join(difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True),
+        fromfile=f"a/{path}", tofile=f"b/{path}",
+    ))
+
+
+def write_atomically(path: str, data: bytes, expected_stat: Any = None) -> str:
+    """Replace the file at ``path`` with ``data`` via a temp file in the same folder + rename.
+
+    Keeps the permission bits. Returns ``""`` on success, else why nothing was written: the file
+    is read-only, or it changed on disk since ``expected_stat`` (``os.stat`` result taken when it
+    was read: mtime and size are compared). The temp file is removed on any failure, so a crash
+    leaves either the old or the new file.
+    """
+    import os
+    import tempfile
+
+    target = os.path.realpath(path)
+    try:
+        current = os.stat(target)
+    except OSError as exc:
+        return f"cannot stat: {exc.strerror}"
+    if expected_stat is not None and (
+        current.st_mtime_ns != expected_stat.st_mtime_ns or current.st_size != expected_stat.st_size
+    ):
+        return "changed on disk since it was read; not overwritten"
+    if not os.access(target, os.W_OK):
+        return "read-only; not overwritten"
+    folder = os.path.dirname(target)
+    fd, tmp = tempfile.mkstemp(prefix=".hp-invariants-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, current.st_mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return ""
+
+
+def fix_file(
+    path: str,
+    rules: Sequence[Rule],
+    options: dict[str, dict[str, Any]] | None = None,
+    project: Any = None,
+    unsafe: bool = False,
+    write: bool = True,
+) -> FileFixResult:
+    """Fix one file in place (``write``) or only compute the diff.
+
+    Never raises for bad input: unreadable, undecodable or unparsable files get ``problem`` set
+    and are left untouched. ``project`` is an :class:`hp_invariants.engine.Project` or ``None``.
+    """
+    import os
+
+    result = FileFixResult(path=path)
+    try:
+        before_stat = os.stat(path)
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        source = SourceFile.from_bytes(path, raw)
+        project_fn = (lambda: project.index_for(path)) if project is not None else None
+        result.outcome = fix_source(source, rules, options, project_fn, unsafe=unsafe)
+    except Exception as exc:  # noqa: BLE001 - reported per file, run continues
+        result.problem = engine.problem(path, exc)
+        return result
+    if result.outcome.changed:
+        result.diff = unified_diff(path, source.text, result.outcome.text)
+        if write:
+            result.skipped = write_atomically(path, source.encode(result.outcome.text), before_stat)
+            result.written = not result.skipped
+    return result

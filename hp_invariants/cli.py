@@ -1,0 +1,218 @@
+"""The ``hp-invariants`` command line: ``check``, ``fix``, ``rules``, ``explain``.
+
+Exit codes (pylint/ruff convention): 0 clean, 1 findings (or, for ``fix``, findings left unfixed /
+changes pending with ``--diff``), 2 usage, configuration or internal error, or a file that could
+not be checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from hp_invariants import __version__, engine, output
+from hp_invariants.config import Config, ConfigError, find_project_root, load_config, validate_codes
+from hp_invariants.docs import rule_doc
+from hp_invariants.registry import RULES, get_rule
+
+
+def _codes(values: Sequence[str] | None) -> list[str]:
+    return [c.strip() for value in values or () for c in value.split(",") if c.strip()]
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", default=None, help="files or folders (default: .)")
+    parser.add_argument("--select", action="append", metavar="CODES",
+                        help="only these rules: ids, id prefixes or symbols, comma-separated")
+    parser.add_argument("--ignore", action="append", metavar="CODES", help="skip these rules")
+    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                        help="worker processes (0: one per core; default 1)")
+    parser.add_argument("--config", metavar="PYPROJECT",
+                        help="pyproject.toml to read [tool.hp-invariants] from (default: the project root's)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the class-index cache")
+    parser.add_argument("--cache-dir", metavar="DIR", help="class-index cache folder")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of the ``hp-invariants`` command."""
+    parser = argparse.ArgumentParser(
+        prog="hp-invariants",
+        description="Static invariant linter for PyTorch distributed-training code.",
+    )
+    parser.add_argument("--version", action="version", version=f"hp-invariants {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="report violations")
+    _common(check)
+    check.add_argument("--format", choices=output.FORMATS, default="text", help="output format")
+    check.add_argument("--output-file", "-o", metavar="FILE", help="write the report here instead of stdout")
+    check.add_argument("--report-unused-suppressions", action="store_true",
+                       help="report '# pylint: disable'/'# noqa' comments for our rules that silence nothing")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+
+    fix = sub.add_parser("fix", help="apply the fixes, until none applies")
+    _common(fix)
+    fix.add_argument("--diff", action="store_true",
+                     help="print a unified diff, write nothing; exit 1 if there are changes")
+    fix.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+
+    sub.add_parser("rules", help="list the rules")
+    explain = sub.add_parser("explain", help="print a rule's documentation")
+    explain.add_argument("rule", help="rule id or symbol, e.g. E9501 or local-tensor-view-not-detached")
+    return parser
+
+
+def _load(args: argparse.Namespace) -> tuple[Config, list]:
+    paths = args.paths or ["."]
+    root = find_project_root(paths[0])
+    config = load_config(root, RULES, Path(args.config) if args.config else None)
+    select, ignore = _codes(args.select), _codes(args.ignore)
+    if select:
+        config.select = validate_codes(select, RULES, "--select")
+    if ignore:
+        config.ignore = config.ignore + validate_codes(ignore, RULES, "--ignore")
+    if args.cache_dir:
+        config.cache_dir = args.cache_dir
+    rules = config.enabled_rules(RULES)
+    return config, rules
+
+
+def _jobs(value: int) -> int:
+    if value <= 0:
+        return os.cpu_count() or 1
+    return value
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Run ``check``; return the exit code."""
+    config, rules = _load(args)
+    if args.report_unused_suppressions:
+        config.report_unused_suppressions = True
+    project = engine.Project(cache_dir=config.cache_dir, use_cache=not args.no_cache)
+    result = engine.run(args.paths or ["."], config, rules, jobs=_jobs(args.jobs), project=project)
+    findings, problems = result.findings, result.all_problems
+    text = output.render(args.format, findings, problems, rules)
+    if args.output_file:
+        Path(args.output_file).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    if args.format == "text":
+        fixable = sum(1 for f in findings if f.fix and f.fix.applicability.value == "safe")
+        files = len({f.path for f in findings})
+        summary = f"Found {len(findings)} finding(s) in {files} file(s), {len(result.files)} checked"
+        if fixable:
+            summary += f"; {fixable} fixable with `hp-invariants fix`"
+        if problems:
+            summary += f"; {len(problems)} could not be checked"
+        print(summary + ".", file=sys.stderr)
+    if args.exit_zero and result.exit_code == 1:
+        return 0
+    return result.exit_code
+
+
+def _fix_one(task: tuple) -> object:
+    from hp_invariants import fixer
+
+    path, rules, options, project, unsafe, write = task
+    return fixer.fix_file(path, rules, options, project, unsafe=unsafe, write=write)
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    """Run ``fix``; return the exit code."""
+    from hp_invariants.discovery import iter_python_files
+
+    config, rules = _load(args)
+    project = engine.Project(cache_dir=config.cache_dir, use_cache=not args.no_cache)
+    files, problems = iter_python_files(args.paths or ["."], config)
+    tasks = []
+    for path in files:
+        ignored = config.ignored_for_path(path, rules)
+        tasks.append((path, [r for r in rules if r.rule_id not in ignored], config.options, project,
+                      args.unsafe_fixes, not args.diff))
+    jobs = max(1, min(_jobs(args.jobs), len(tasks) or 1))
+    if jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            results = list(pool.map(_fix_one, tasks, chunksize=8))
+    else:
+        results = [_fix_one(task) for task in tasks]
+    problems = list(problems)
+    remaining = []
+    fixed = changed_files = 0
+    for res in results:
+        if res.problem is not None:
+            problems.append(res.problem)
+            continue
+        outcome = res.outcome
+        if outcome.changed:
+            changed_files += 1
+            fixed += len(outcome.applied)
+            if args.diff:
+                sys.stdout.write(res.diff)
+            elif res.skipped:
+                problems.append(engine.FileProblem("F0001", "fatal", res.path, 1, 0, res.skipped,
+                                                   "re-run after the file is writable and unchanged"))
+        if outcome.rejected:
+            print(f"{res.path}: {outcome.rejected}", file=sys.stderr)
+        remaining.extend(outcome.remaining)
+    sys.stdout.write(output.format_text(remaining, problems) if not args.diff else
+                     output.format_text([], problems))
+    verb = "would fix" if args.diff else "fixed"
+    print(f"{verb} {fixed} finding(s) in {changed_files} file(s); {len(remaining)} left that need a manual fix"
+          + ("" if args.unsafe_fixes else " or --unsafe-fixes") + ".", file=sys.stderr)
+    if problems:
+        return 2
+    if remaining or (args.diff and changed_files):
+        return 1
+    return 0
+
+
+def cmd_rules() -> int:
+    """Print the rule table; return 0."""
+    width = max(len(r.symbol) for r in RULES)
+    for rule in RULES:
+        print(f"{rule.rule_id}  {rule.symbol:<{width}}  {rule.summary}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Print one rule's documentation; return 0, or 2 for an unknown rule."""
+    try:
+        rule = get_rule(args.rule)
+    except KeyError:
+        known = ", ".join(f"{r.rule_id} ({r.symbol})" for r in RULES)
+        print(f"hp-invariants: unknown rule {args.rule!r}; known rules: {known}", file=sys.stderr)
+        return 2
+    sys.stdout.write(rule_doc(rule))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``hp-invariants`` console script; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        if args.command == "check":
+            return cmd_check(args)
+        if args.command == "fix":
+            return cmd_fix(args)
+        if args.command == "rules":
+            return cmd_rules()
+        return cmd_explain(args)
+    except ConfigError as exc:
+        print(f"hp-invariants: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
