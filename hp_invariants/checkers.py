@@ -1,0 +1,125 @@
+"""The pylint plugin: ``pylint --load-plugins=hp_invariants.checkers``.
+
+One raw-file checker exposes every rule of :mod:`hp_invariants.registry` as a pylint message with
+the same id and symbol (E9501-E9504). It reads the module's bytes and runs the shared detection
+(:func:`hp_invariants.engine.analyze`) on the standard library ``ast``; it never imports torch, so it
+works in a codecheck environment without torch. pylint applies ``# pylint: disable=`` itself;
+``# noqa: <id>`` comments naming our rules are honoured too. Rule options are pylint options
+(pylintrc ``[HP-INVARIANTS]`` or pyproject ``[tool.pylint.hp-invariants]``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from pylint.checkers import BaseRawFileChecker
+from pylint.interfaces import CONTROL_FLOW, HIGH, INFERENCE, UNDEFINED
+
+from hp_invariants import engine, suppressions
+from hp_invariants.model import Confidence, Option
+from hp_invariants.registry import RULES
+from hp_invariants.source import SourceDecodeError, SourceFile
+
+if TYPE_CHECKING:  # pragma: no cover
+    from astroid import nodes
+    from pylint.lint import PyLinter
+
+_CONFIDENCE = {
+    Confidence.HIGH: HIGH,
+    Confidence.CONTROL_FLOW: CONTROL_FLOW,
+    Confidence.INFERENCE: INFERENCE,
+    Confidence.UNDEFINED: UNDEFINED,
+}
+
+
+def _pylint_option(option: Option) -> tuple[str, dict[str, Any]]:
+    if option.kind == "bool":
+        spec = {"default": option.default, "type": "yn", "metavar": "<y or n>"}
+    else:
+        spec = {"default": tuple(option.default), "type": "csv", "metavar": "<comma separated names>"}
+    spec["help"] = option.help
+    return option.name, spec
+
+
+class HpInvariantsChecker(BaseRawFileChecker):
+    """Runs the hp-invariants rules on each module pylint checks.
+
+    Input: pylint's module node (only its bytes and path are used). Output: pylint messages
+    E9501-E9504 with pylint confidences. Files we cannot decode or parse are left to pylint's own
+    ``syntax-error``; an unexpected internal error becomes one ``F9500`` message, never a traceback.
+    """
+
+    name = "hp-invariants"
+    msgs = {
+        rule.rule_id: (rule.msg, rule.symbol, rule.description or rule.summary)
+        for rule in RULES
+    }
+    msgs["F9500"] = (
+        "hp-invariants could not analyse this module: %s",
+        "hp-invariants-internal-error",
+        "The hp-invariants analysis raised an unexpected error on this module; please report it.",
+    )
+    options = tuple(_pylint_option(opt) for rule in RULES for opt in rule.options)
+
+    def __init__(self, linter: "PyLinter") -> None:
+        super().__init__(linter)
+        self._project = engine.Project()
+
+    def _rule_options(self) -> dict[str, dict[str, Any]]:
+        values: dict[str, dict[str, Any]] = {}
+        for rule in RULES:
+            for opt in rule.options:
+                attr = opt.name.replace("-", "_")
+                value = getattr(self.linter.config, attr, opt.default)
+                if opt.kind == "regexp_csv":
+                    value = tuple(p.pattern if isinstance(p, re.Pattern) else p for p in value)
+                elif opt.kind == "csv":
+                    value = tuple(value)
+                values.setdefault(rule.rule_id, {})[opt.name] = value
+        return values
+
+    def process_module(self, node: "nodes.Module") -> None:
+        """Analyse one module and add a pylint message per finding."""
+        rules = [r for r in RULES if self.linter.is_message_enabled(r.rule_id)]
+        if not rules or not node.file:
+            return
+        try:
+            with node.stream() as stream:
+                raw = stream.read()
+            source = SourceFile.from_bytes(node.file, raw)
+        except (OSError, SourceDecodeError):
+            return  # pylint reports unreadable / undecodable files itself
+        active = [r for r in rules if r.applies_to(source.text)]
+        if not active:
+            return
+        try:
+            tree = engine.parse(source)
+        except (SyntaxError, ValueError, RecursionError):
+            return  # pylint reports syntax-error itself
+        try:
+            findings = engine.analyze(
+                source, tree, active, self._rule_options(),
+                project=lambda: self._project.index_for(node.file), use_prefilter=False,
+            )
+        except Exception as exc:  # noqa: BLE001 - report, never crash pylint
+            self.add_message("F9500", line=1, args=(f"{type(exc).__name__}: {exc}",))
+            return
+        if findings and "noqa" in source.text.lower():
+            noqa = [s for s in suppressions.parse_suppressions(source.text, tree) if s.kind == "noqa"]
+            findings = suppressions.apply_suppressions(findings, noqa)
+        for finding in findings:
+            self.add_message(
+                finding.rule_id,
+                line=finding.line,
+                args=finding.args or None,
+                confidence=_CONFIDENCE[finding.confidence],
+                col_offset=finding.col,
+                end_lineno=finding.end_line,
+                end_col_offset=finding.end_col,
+            )
+
+
+def register(linter: "PyLinter") -> None:
+    """pylint entry point: register :class:`HpInvariantsChecker` with ``linter``."""
+    linter.register_checker(HpInvariantsChecker(linter))
