@@ -1,0 +1,85 @@
+"""Discovery of the rule fixtures under ``tests/fixtures`` (TorchFix-style trees).
+
+``<symbol>/checker/<case>.py`` + ``<case>.txt`` (``LINE:COL SYMBOL`` per line, 1-based column; empty
+for a clean twin); ``<symbol>/checker/<case>/`` project folders with ``expected.txt``
+(``RELPATH:LINE:COL SYMBOL``); ``<symbol>/codemod/<case>.in.py`` + ``<case>.out.py`` (safe fixes) and
+optionally ``<case>.unsafe.out.py`` (with unsafe fixes).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@dataclass(frozen=True)
+class CheckerCase:
+    """One checker fixture: the files to check and the expected ``(path, line, col, symbol)`` set."""
+
+    name: str
+    files: tuple[Path, ...]
+    expected: frozenset[tuple[str, int, int, str]]
+
+
+def _parse_expected(text: str, default_path: str | None, base: Path) -> set[tuple[str, int, int, str]]:
+    expected = set()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        position, symbol = line.split()
+        parts = position.split(":")
+        if default_path is None:
+            rel, lineno, col = parts
+            path = str(base / rel)
+        else:
+            lineno, col = parts
+            path = default_path
+        expected.add((os.path.normpath(path), int(lineno), int(col), symbol))
+    return expected
+
+
+def checker_cases() -> list[CheckerCase]:
+    """Return every checker fixture, sorted by name."""
+    cases = []
+    for checker_dir in sorted(FIXTURES.glob("*/checker")):
+        rule = checker_dir.parent.name
+        for entry in sorted(checker_dir.iterdir()):
+            if entry.suffix == ".py":
+                expected_file = entry.with_suffix(".txt")
+                if not expected_file.exists():
+                    raise AssertionError(f"fixture {entry} has no {expected_file.name}")
+                expected = _parse_expected(expected_file.read_text(), str(entry), entry.parent)
+                cases.append(CheckerCase(f"{rule}/{entry.stem}", (entry,), frozenset(expected)))
+            elif entry.is_dir() and (entry / "expected.txt").exists():
+                files = tuple(sorted(entry.rglob("*.py")))
+                expected = _parse_expected((entry / "expected.txt").read_text(), None, entry)
+                cases.append(CheckerCase(f"{rule}/{entry.name}", files, frozenset(expected)))
+    return cases
+
+
+@dataclass(frozen=True)
+class CodemodCase:
+    """One codemod fixture: input, expected output with safe fixes, optional unsafe output."""
+
+    name: str
+    rule: str
+    before: Path
+    after: Path
+    after_unsafe: Path | None
+
+
+def codemod_cases() -> list[CodemodCase]:
+    """Return every codemod fixture, sorted by name."""
+    cases = []
+    for codemod_dir in sorted(FIXTURES.glob("*/codemod")):
+        rule = codemod_dir.parent.name
+        for before in sorted(codemod_dir.glob("*.in.py")):
+            stem = before.name[: -len(".in.py")]
+            after = before.with_name(f"{stem}.out.py")
+            unsafe = before.with_name(f"{stem}.unsafe.out.py")
+            cases.append(CodemodCase(f"{rule}/{stem}", rule, before, after, unsafe if unsafe.exists() else None))
+    return cases

@@ -1,0 +1,282 @@
+"""The ``hp-invariants`` command line: exit codes, formats, suppressions, config, parallelism."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from hp_invariants.cli import main
+from hp_invariants.docs import rule_doc
+from hp_invariants.registry import RULES
+
+REPO = Path(__file__).resolve().parent.parent
+REGRESSIONS = REPO / "examples" / "regressions"
+FIXED = REPO / "examples" / "fixed"
+
+GATED = textwrap.dedent(
+    """\
+    class State:
+        def lazy_init(self):
+            if self.is_shard and not self._done:
+                for p in self.params:
+                    p.reset_sharded_param()
+                self._done = True
+    """
+)
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    """Run the CLI in-process; return (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    old = os.getcwd()
+    try:
+        if cwd:
+            os.chdir(cwd)
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.chdir(old)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A temporary project root (has a pyproject.toml) with one violation in gated.py."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "gated.py").write_text(GATED)
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    return tmp_path
+
+
+# ---------------------------------------------------------------------- the bundled regressions
+EXPECTED_REGRESSIONS = {
+    "activation_swap.py": "E9504",
+    "hsdp_param.py": "E9501",
+    "hsdp_state.py": "E9502",
+    "qwen3_vl_moe_model.py": "E9503",
+}
+
+
+def test_regressions_give_exactly_one_finding_each():
+    code, out, _ = run_cli("check", "--no-cache", "--format", "json", str(REGRESSIONS))
+    findings = json.loads(out)["findings"]
+    assert code == 1
+    got = sorted((Path(f["path"]).name, f["id"]) for f in findings)
+    assert got == sorted(EXPECTED_REGRESSIONS.items())
+
+
+def test_fixed_examples_are_clean():
+    code, out, _ = run_cli("check", "--no-cache", str(FIXED))
+    assert (code, out) == (0, "")
+
+
+def test_console_script_runs_as_a_subprocess():
+    proc = subprocess.run([sys.executable, "-m", "hp_invariants", "check", "--no-cache", str(REGRESSIONS)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 4
+    for line in lines:
+        path, lineno, col, rest = line.split(":", 3)
+        assert Path(path).name in EXPECTED_REGRESSIONS
+        assert rest.strip().startswith(EXPECTED_REGRESSIONS[Path(path).name])
+        assert int(lineno) > 0 and int(col) > 0
+
+
+# ---------------------------------------------------------------------- exit codes and formats
+def test_exit_codes(project: Path):
+    assert run_cli("check", str(project / "clean.py"))[0] == 0
+    assert run_cli("check", str(project / "gated.py"))[0] == 1
+    assert run_cli("check", "--exit-zero", str(project / "gated.py"))[0] == 0
+    assert run_cli("check", str(project / "missing.py"))[0] == 2
+    assert run_cli("check", "--select", "E9999", str(project))[0] == 2
+    assert run_cli("bogus-command")[0] == 2
+
+
+def test_text_output_line_format(project: Path):
+    code, out, err = run_cli("check", str(project / "gated.py"))
+    assert code == 1
+    assert re.fullmatch(re.escape(str(project / "gated.py")) + r":\d+:\d+: E9502 shard-gated-reset: .+\n", out)
+    assert "Found 1 finding(s)" in err
+
+
+def test_json_output_carries_fix_edits(project: Path):
+    code, out, _ = run_cli("check", "--format", "json", str(project / "gated.py"))
+    finding = json.loads(out)["findings"][0]
+    assert finding["id"] == "E9502" and finding["symbol"] == "shard-gated-reset"
+    assert finding["confidence"] in {"HIGH", "INFERENCE", "CONTROL_FLOW"}
+    fix = finding["fix"]
+    assert fix["applicability"] == "safe"
+    assert fix["edits"] and all({"start", "end", "content"} <= set(e) for e in fix["edits"])
+
+
+def test_sarif_output_is_valid_shape(project: Path):
+    code, out, _ = run_cli("check", "--format", "sarif", str(project))
+    log = json.loads(out)
+    assert log["version"] == "2.1.0"
+    run = log["runs"][0]
+    assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {r.rule_id for r in RULES}
+    (result,) = run["results"]
+    assert result["ruleId"] == "E9502"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] in (3, 5)
+    replacements = result["fixes"][0]["artifactChanges"][0]["replacements"]
+    assert replacements and "deletedRegion" in replacements[0]
+
+
+def test_github_output(project: Path):
+    code, out, _ = run_cli("check", "--format", "github", str(project / "gated.py"))
+    assert out.startswith(f"::error file={project / 'gated.py'},line=")
+    assert "title=E9502 shard-gated-reset::" in out
+
+
+def test_select_and_ignore(project: Path):
+    assert run_cli("check", "--ignore", "E9502", str(project))[0] == 0
+    assert run_cli("check", "--ignore", "shard-gated-reset", str(project))[0] == 0
+    assert run_cli("check", "--select", "E9501", str(project))[0] == 0
+    assert run_cli("check", "--select", "E95", str(project))[0] == 1
+
+
+def test_parallel_output_is_deterministic(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    for i in range(12):
+        (tmp_path / f"m{i:02d}.py").write_text(GATED if i % 3 == 0 else "y = 2\n")
+    serial = run_cli("check", "-j", "1", str(tmp_path))
+    parallel = run_cli("check", "-j", "2", str(tmp_path))
+    assert serial[0] == parallel[0] == 1
+    assert serial[1] == parallel[1]
+    assert len(serial[1].splitlines()) == 4
+
+
+# ---------------------------------------------------------------------- bad files among good ones
+def test_syntax_error_file_among_good_files(project: Path):
+    (project / "broken.py").write_text("def f(:\n    pass\n")
+    code, out, err = run_cli("check", str(project))
+    assert code == 2
+    assert f"{project / 'broken.py'}:1:7: E0001 syntax-error" in out
+    assert "E9502" in out  # the other files were still checked
+    assert "1 could not be checked" in err
+
+
+# ---------------------------------------------------------------------- suppressions
+@pytest.mark.parametrize("comment", [
+    "# pylint: disable=shard-gated-reset",
+    "# pylint: disable=E9502",
+    "# noqa: E9502",
+    "# noqa: shard-gated-reset",
+    "# noqa",
+])
+def test_trailing_suppressions(tmp_path: Path, comment: str):
+    (tmp_path / "pyproject.toml").write_text("")
+    text = GATED.replace("not self._done:", f"not self._done:  {comment}")
+    (tmp_path / "m.py").write_text(text)
+    assert run_cli("check", str(tmp_path / "m.py"))[:2] == (0, "")
+
+
+def test_suppression_of_other_rule_does_not_silence(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "m.py").write_text(GATED.replace("not self._done:", "not self._done:  # noqa: E9501"))
+    assert run_cli("check", str(tmp_path / "m.py"))[0] == 1
+
+
+def test_block_suppression_and_enable(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    text = GATED.replace("    def lazy_init(self):\n",
+                         "    def lazy_init(self):\n        # pylint: disable=shard-gated-reset\n")
+    text += "\n\ndef g(s):\n    if s.is_shard:\n        s.reset_sharded_param()\n"
+    (tmp_path / "m.py").write_text(text)
+    code, out, _ = run_cli("check", str(tmp_path / "m.py"))
+    assert code == 1
+    assert len(out.splitlines()) == 1 and ":12:" in out  # the disable covers lazy_init only
+
+
+def test_disable_next(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    text = GATED.replace("        if self.is_shard", "        # pylint: disable-next=E9502\n        if self.is_shard")
+    (tmp_path / "m.py").write_text(text)
+    assert run_cli("check", str(tmp_path / "m.py"))[0] == 0
+
+
+def test_suppression_inside_string_is_not_a_comment(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    text = GATED.replace("not self._done:", "not self._done and '# noqa':")
+    (tmp_path / "m.py").write_text(text)
+    assert run_cli("check", str(tmp_path / "m.py"))[0] == 1
+
+
+def test_unused_suppressions_are_reported(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "m.py").write_text("x = 1  # noqa: E9501\ny = 2  # pylint: disable=undefined-method-call\n"
+                                   "z = 3  # noqa: F401\n")
+    assert run_cli("check", str(tmp_path / "m.py"))[0] == 0
+    code, out, _ = run_cli("check", "--report-unused-suppressions", str(tmp_path / "m.py"))
+    assert code == 1
+    assert [line.split(": ")[1] for line in out.splitlines()] == ["I9500 useless-suppression"] * 2
+    assert "'E9501'" in out and "'undefined-method-call'" in out and "F401" not in out
+
+
+# ---------------------------------------------------------------------- configuration
+def test_per_file_ignores_and_exclude(project: Path):
+    (project / "pyproject.toml").write_text(textwrap.dedent("""\
+        [tool.hp-invariants]
+        per-file-ignores = { "gated.py" = ["E9502"] }
+        """))
+    assert run_cli("check", str(project))[0] == 0
+    (project / "pyproject.toml").write_text('[tool.hp-invariants]\nextend-exclude = ["gated.py"]\n')
+    assert run_cli("check", str(project))[0] == 0
+    # a file named explicitly is checked even when excluded
+    assert run_cli("check", str(project / "gated.py"))[0] == 1
+
+
+def test_rule_option_from_pyproject(project: Path):
+    (project / "pyproject.toml").write_text(
+        '[tool.hp-invariants]\nunconditional-calls = ["materialize"]\n')
+    assert run_cli("check", str(project))[0] == 0
+
+
+@pytest.mark.parametrize("body, needle", [
+    ('bogus-key = 1', "unknown key 'bogus-key'"),
+    ('select = "E9501"\nignore = 3', "'ignore' must be a list of strings"),
+    ('select = ["E9999"]', "unknown rule 'E9999'"),
+    ('report-unused-suppressions = "maybe"', "must be a boolean"),
+    ('[tool.hp-invariants.per-file-ignores]\n"x.py" = ["nope"]', "unknown rule 'nope'"),
+    ('wrap-markers = ["(unclosed"]', "bad regular expression"),
+])
+def test_config_errors_name_key_and_file(project: Path, body: str, needle: str):
+    if not body.startswith("["):
+        body = "[tool.hp-invariants]\n" + body
+    (project / "pyproject.toml").write_text(body + "\n")
+    code, out, err = run_cli("check", str(project))
+    assert code == 2
+    assert needle in err and str(project / "pyproject.toml") in err
+
+
+# ---------------------------------------------------------------------- rules / explain
+def test_rules_lists_every_rule():
+    code, out, _ = run_cli("rules")
+    assert code == 0
+    assert [line.split()[:2] for line in out.splitlines()] == [[r.rule_id, r.symbol] for r in RULES]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.symbol)
+def test_explain_prints_the_doc_page(rule):
+    page = (REPO / "docs" / "rules" / f"{rule.symbol}.md").read_text(encoding="utf-8")
+    assert run_cli("explain", rule.rule_id)[1] == page
+    assert run_cli("explain", rule.symbol)[1] == page
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
+                    "## Fix safety", "## Options", "## References"):
+        assert heading in page, f"{rule.symbol}: missing {heading}"
+    assert rule_doc(rule).startswith(f"# {rule.rule_id} {rule.symbol}")
+
+
+def test_explain_unknown_rule():
+    code, _, err = run_cli("explain", "E0000")
+    assert code == 2 and "unknown rule" in err

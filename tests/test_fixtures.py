@@ -1,0 +1,121 @@
+"""The rule fixtures, run through every front end: CLI, pylint plugin (torch absent), codemods, fix."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from fixturelib import FIXTURES, checker_cases, codemod_cases
+from hp_invariants import engine, fixer
+from hp_invariants.cli import main
+from hp_invariants.registry import RULES, get_rule
+from hp_invariants.source import SourceFile
+
+CHECKER = checker_cases()
+CODEMOD = codemod_cases()
+
+
+def _cli_json(args: list[str]) -> tuple[int, dict]:
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        code = main(["check", "--format", "json", "--no-cache", *args])
+    return code, json.loads(buffer.getvalue())
+
+
+def test_every_rule_has_flagged_and_clean_fixtures():
+    for rule in RULES:
+        cases = [c for c in CHECKER if c.name.startswith(rule.symbol + "/")]
+        flagged = [c for c in cases if any(e[3] == rule.symbol for e in c.expected)]
+        clean = [c for c in cases if not c.expected]
+        assert flagged, f"{rule.symbol}: no flagged fixture"
+        assert clean, f"{rule.symbol}: no clean twin fixture"
+
+
+@pytest.mark.parametrize("case", CHECKER, ids=lambda c: c.name)
+def test_cli_reports_exactly_the_expected_findings(case):
+    code, report = _cli_json([str(p) for p in case.files])
+    got = {(os.path.normpath(f["path"]), f["line"], f["column"], f["symbol"]) for f in report["findings"]}
+    assert report["problems"] == []
+    assert got == set(case.expected)
+    assert code == (1 if case.expected else 0)
+
+
+def _blocked_torch_env(tmp_path: Path) -> dict[str, str]:
+    """An environment in which ``import torch`` fails, as in a codecheck job without torch."""
+    blocker = tmp_path / "block"
+    (blocker / "torch").mkdir(parents=True)
+    (blocker / "torch" / "__init__.py").write_text("raise ImportError('torch is not installed here')\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(blocker), env.get("PYTHONPATH", "")])
+    env["HP_INVARIANTS_CACHE_DIR"] = str(tmp_path / "cache")
+    return env
+
+
+def test_pylint_plugin_reports_the_same_findings_without_torch(tmp_path):
+    env = _blocked_torch_env(tmp_path)
+    probe = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True)
+    assert probe.returncode != 0 and "torch is not installed here" in probe.stderr
+    files = sorted({str(p) for case in CHECKER for p in case.files})
+    symbols = ",".join(r.rule_id for r in RULES)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pylint", "--load-plugins=hp_invariants.checkers", "--disable=all",
+         f"--enable={symbols}", "--output-format=json", "--score=n", "--persistent=n", *files],
+        env=env, capture_output=True, text=True, cwd=FIXTURES,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    messages = json.loads(proc.stdout or "[]")
+    got = {(os.path.normpath(os.path.join(FIXTURES, m["path"])) if not os.path.isabs(m["path"]) else m["path"],
+            m["line"], m["column"] + 1, m["symbol"]) for m in messages}
+    expected = {e for case in CHECKER for e in case.expected}
+    assert got == expected
+    assert (proc.returncode != 0) == bool(expected)
+
+
+def _fix(path: Path, unsafe: bool) -> fixer.FixOutcome:
+    source = SourceFile.from_bytes(str(path), path.read_bytes())
+    project = engine.Project(use_cache=False)
+    return fixer.fix_source(source, RULES, project=lambda: project.index_for(str(path)), unsafe=unsafe)
+
+
+@pytest.mark.parametrize("case", CODEMOD, ids=lambda c: c.name)
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+def test_fix_produces_expected_output_and_is_idempotent(case, unsafe, tmp_path):
+    expected_file = (case.after_unsafe or case.after) if unsafe else case.after
+    outcome = _fix(case.before, unsafe)
+    assert outcome.text == expected_file.read_text()
+    assert not outcome.rejected
+    # a second pass changes nothing, and check no longer reports what was fixed
+    again = tmp_path / case.before.name
+    again.write_text(outcome.text)
+    second = _fix(again, unsafe)
+    assert not second.changed
+    fixable_left = [f for f in second.remaining if fixer.allowed(f, unsafe)]
+    assert fixable_left == []
+
+
+@pytest.mark.parametrize("case", CODEMOD, ids=lambda c: c.name)
+def test_libcst_codemod_command_matches_fix(case):
+    from libcst.codemod import CodemodContext, TransformSkip, TransformSuccess, transform_module
+
+    from hp_invariants import codemods
+
+    rule = get_rule(case.rule)
+    command_cls = next(
+        getattr(codemods, name) for name in codemods.__all__
+        if getattr(codemods, name).RULE_IDS == (rule.rule_id,)
+    )
+    command = command_cls(CodemodContext(filename=str(case.before)))
+    result = transform_module(command, case.before.read_text())
+    expected = case.after.read_text()
+    if expected == case.before.read_text():
+        assert isinstance(result, TransformSkip)
+    else:
+        assert isinstance(result, TransformSuccess), getattr(result, "error", result)
+        assert result.code == expected
