@@ -1,17 +1,739 @@
-"""E9504 `wrap-overlap-hard-raise` (placeholder: the detection is being written)."""
+"""# E9504 wrap-overlap-hard-raise
+
+## What it does
+Finds code that walks the submodules of a module (`.modules()`, `.named_modules()`, `.children()`,
+`.named_children()`, MindSpore's `.cells()`, `.cells_and_names()`, `.name_cells()` and its
+`.items()`/`.values()`) and **raises** when a walked submodule is already wrapped: a branch on a wrap
+marker of the loop variable (`sub._is_wrapped`, `getattr(sub, "_is_wrapped", False)`,
+`hasattr(sub, ...)`, `sub.__dict__.get(...)`, `"..." in vars(sub)`, or `isinstance(sub, W)` /
+`type(sub) is W` with `W` a wrapper class) whose body raises directly or calls a helper of the same
+file that always raises (`_fail(...)`, `self._fail(...)`). The generator form
+`if any(getattr(m, "_is_wrapped", False) for m in layer.modules()): raise ...` is the same hazard.
+
+No message for:
+
+* a check of the root module itself (`if getattr(module, "_is_wrapped", False): raise` outside the
+  walk, or inside it under `if sub is module:` / `if name == "":`, or after
+  `if sub is not module: continue`): refusing to wrap the same module twice is legitimate;
+* a branch on a marker of another variable than the walked submodule;
+* a raise that a surrounding `try` in the loop catches (`except Exception`, or the same class).
+
+## Why is this bad?
+A submodule can legitimately belong to several wrapped regions. In Qwen3-VL-MoE every text decoder
+layer shares one `MultiModalRotaryEmbedding` instance (the position encoding is computed once and
+reused). Activation checkpointing wraps the layers one by one; `_check_and_mark_wrapped` first
+raised if any submodule of the layer already carried `_is_wrapped`, then marked them all. Wrapping
+layer 0 marked the shared rotary, so wrapping layer 1 failed in `parallelize`:
+
+```
+ValueError: Submodule 'MultiModalRotaryEmbedding' of 'Qwen3VLMoeTextDecoder' is already wrapped.
+Wrapping overlapping module regions is not allowed.
+```
+
+Every `activation_checkpoint: full` training of the VL-MoE example crashed before its first step
+(hyper-parallel issue 230). The shared rotary is stateless; wrapping it once, with the first layer,
+and skipping it afterwards is correct.
+
+## Example
+```python
+def _check_and_mark_wrapped(module):
+    for sub in module.modules():
+        if getattr(sub, "_is_wrapped", False):
+            raise ValueError(f"Submodule '{type(sub).__name__}' is already wrapped")
+    for sub in module.modules():
+        sub._is_wrapped = True
+```
+
+## Use instead
+```python
+def _check_and_mark_wrapped(module):
+    if getattr(module, "_is_wrapped", False):  # the same module twice: still an error
+        raise ValueError(f"'{type(module).__name__}' is already wrapped")
+    for sub in module.modules():
+        if getattr(sub, "_is_wrapped", False):
+            continue  # shared with a region wrapped earlier
+        sub._is_wrapped = True
+```
+
+## Fix safety
+The fix replaces the `raise` statement (the whole statement, even when it spans several lines), or
+the statement calling the always-raising helper, by `continue`. Comment lines above it and a
+trailing comment on its last line are kept; comments inside a multi-line `raise` move to lines
+above the `continue`.
+
+* **Safe** when the branch runs only if the submodule is wrapped (`if marker:`,
+  `if strict and marker:`, the `else:` of `if not marker:`) and `continue` binds to the walk loop.
+* **Unsafe** when the branch also runs for another reason (`if marker or other:`): `continue`
+  would silence that other error too.
+* **Report only** (no fix) when a nested `for`/`while` sits between the walk and the raise (there
+  `continue` would bind to the inner loop) and for the `any(...)` generator form (there is no walk
+  loop to continue): restructure by hand, e.g. filter already-wrapped submodules out.
+
+The fix also stops raising for the root module when the walk yields it (`.modules()` and
+`.named_modules()` yield the module itself first); keep an explicit double-wrap check of the root
+outside the loop, as in *Use instead*.
+
+## Options
+* `wrap-markers` (regexp_csv, default `_is_wrapped, _.*wrapped.*`): attribute names that mark a
+  module as wrapped, matched against the whole name.
+* `wrapper-classes` (regexp_csv, default `.*Wrap(per|ped).*`): wrapper class names for
+  `isinstance(sub, W)` / `type(sub) is W`, matched against the last component of the name
+  (`ckpt.CheckpointWrapper` -> `CheckpointWrapper`); a tuple of classes matches if one does.
+
+## References
+* hyper-parallel issue 230 (`activation_swap.py` `_check_and_mark_wrapped`)
+* `torch.nn.Module.modules` (yields the module itself first)
+* `torch.distributed.algorithms._checkpoint.checkpoint_wrapper.apply_activation_checkpointing`
+"""
 
 from __future__ import annotations
 
-from hp_invariants.model import Rule
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from hp_invariants.astutil import dotted_name, last_name, string_value
+from hp_invariants.model import Applicability, Confidence, Edit, Finding, Option, Rule
+
+WALK_METHODS = {
+    # method name -> shape of each item: "module" (the submodule), "pair" ((name, submodule)),
+    # "dict" (a name -> submodule mapping: iterate .items()/.values())
+    "modules": "module",
+    "children": "module",
+    "cells": "module",
+    "named_modules": "pair",
+    "named_children": "pair",
+    "cells_and_names": "pair",
+    "name_cells": "dict",
+}
+# Walks that yield the root module itself first (its name is the prefix, "" by default).
+ROOT_YIELDING = {"modules", "named_modules", "cells_and_names"}
+TRANSPARENT_CALLS = {"list", "tuple", "reversed", "sorted"}
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+CATCH_ALL = {"Exception", "BaseException"}
+
+
+@dataclass(frozen=True)
+class Walk:
+    """One submodule walk: ``var`` (the walked submodule's name) comes from ``root`` (receiver text).
+
+    ``name_var`` is the name variable of a named walk (``for name, sub in m.named_modules()``);
+    ``yields_root`` says whether the walk yields ``root`` itself first.
+    """
+
+    var: str
+    root: str | None
+    text: str
+    name_var: str | None = None
+    yields_root: bool = False
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a condition ``E`` says about the marker ``M`` of the walked submodule.
+
+    ``a``: E implies M; ``b``: M implies E; ``c``: not E implies M; ``d``: M implies not E.
+    The branch ``if E:`` is the hazard when ``a`` or ``b`` holds (safe to ``continue`` when ``a``);
+    its ``else:`` when ``c`` or ``d`` holds (safe when ``c``).
+    """
+
+    a: bool = False
+    b: bool = False
+    c: bool = False
+    d: bool = False
+
+    def negate(self) -> "Facts":
+        """Facts of ``not E``."""
+        return Facts(self.c, self.d, self.a, self.b)
+
+
+NONE = Facts()
+MARKER = Facts(True, True, False, False)
+
+
+def _walk_call(node: ast.AST) -> tuple[str, ast.Call] | None:
+    """Return ``(method, call)`` if ``node`` is ``X.<walk method>(...)``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WALK_METHODS:
+        return node.func.attr, node
+    return None
+
+
+def _unwrap_iter(node: ast.AST) -> tuple[ast.AST, bool]:
+    """Strip ``list(...)``/``tuple(...)``/``reversed``/``sorted`` and ``[1:]``; return ``(node, enumerate?)``."""
+    enumerated = False
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+            if node.func.id in TRANSPARENT_CALLS:
+                node = node.args[0]
+                continue
+            if node.func.id == "enumerate" and not enumerated:
+                enumerated = True
+                node = node.args[0]
+                continue
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            node = node.value
+            continue
+        return node, enumerated
 
 
 class WrapOverlapHardRaise(Rule):
-    """E9504 `wrap-overlap-hard-raise`."""
+    """E9504 `wrap-overlap-hard-raise`: a submodule walk that raises on an already-wrapped submodule.
+
+    Input: one parsed file (``ctx.tree``) and the options ``wrap-markers`` and ``wrapper-classes``.
+    Output: one finding per raising statement (the ``raise``, or the statement calling a helper of
+    the same file that always raises), with a ``continue`` fix (see the module docstring for its
+    applicability). The invariant comes from hyper-parallel issue 230: layers that share one
+    submodule must all be wrappable.
+    """
 
     rule_id = "E9504"
     symbol = "wrap-overlap-hard-raise"
-    summary = "wrap-overlap-hard-raise"
-    msg = "%s"
+    summary = "A submodule walk raises when a (possibly shared) submodule is already wrapped"
+    msg = (
+        "Raising when submodule '%s' of '%s' is already wrapped breaks legitimately shared submodules "
+        "(e.g. one rotary embedding shared by all decoder layers); %s"
+    )
+    description = (
+        "Used when a loop over .modules()/.named_modules()/.children()/.cells() (or any(...) over them) "
+        "raises because a walked submodule carries a wrap marker or is a wrapper instance. Submodules "
+        "shared between wrapped regions (a rotary embedding shared by all decoder layers) then make the "
+        "second wrap fail; skip them with 'continue' and check the root module itself outside the loop."
+    )
+    options = (
+        Option("wrap-markers", "regexp_csv", ("_is_wrapped", "_.*wrapped.*"),
+               "Attribute names marking a module as wrapped (regular expressions, whole-name match)."),
+        Option("wrapper-classes", "regexp_csv", (".*Wrap(per|ped).*",),
+               "Wrapper class names for isinstance(sub, W) (regular expressions on the last name component)."),
+    )
+    prefilter = ("modules", "children", "cells")
+    needs_project = False
 
-    def check(self, ctx):
-        return ()
+    # ------------------------------------------------------------------ entry point
+    def check(self, ctx) -> Iterator[Finding]:
+        """Yield the findings of the file in ``ctx`` (see the class docstring)."""
+        checker = _FileChecker(self, ctx)
+        yield from checker.run()
+
+
+class _FileChecker:
+    """Per-file state: compiled options, the always-raising helpers, the reported statements."""
+
+    def __init__(self, rule: WrapOverlapHardRaise, ctx):
+        self.rule = rule
+        self.ctx = ctx
+        self.markers = [re.compile(p) for p in ctx.option(rule, "wrap-markers")]
+        self.wrappers = [re.compile(p) for p in ctx.option(rule, "wrapper-classes")]
+        self.reported: set[int] = set()
+        self._helpers: dict[int, bool] = {}
+        self._functions: dict[str, list[ast.AST]] = {}
+        self._methods: dict[str, dict[str, list[ast.AST]]] = {}
+        self._method_owners: dict[str, int] = {}
+        self._index()
+
+    # ------------------------------------------------------------------ helper index
+    def _index(self) -> None:
+        for node in self.ctx.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._functions.setdefault(node.name, []).append(node)
+        for node in ast.walk(self.ctx.tree):
+            if isinstance(node, ast.ClassDef):
+                table = self._methods.setdefault(node.name, {})
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        table.setdefault(item.name, []).append(item)
+                        self._method_owners[item.name] = self._method_owners.get(item.name, 0) + 1
+
+    def _always_raises_func(self, func: ast.AST, depth: int = 0) -> bool:
+        """True if calling ``func`` raises on every path (no return, no yield, ends in a raise)."""
+        key = id(func)
+        if key in self._helpers:
+            return self._helpers[key]
+        self._helpers[key] = False  # recursion guard
+        result = False
+        if depth < 8 and not any(
+            last_name(d.func if isinstance(d, ast.Call) else d) in {"abstractmethod", "overload"}
+            for d in func.decorator_list
+        ):
+            inner = list(_walk_no_scopes(func.body))
+            if not any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) for n in inner):
+                result = self._block_raises(func.body, depth)
+        self._helpers[key] = result
+        return result
+
+    def _block_raises(self, body: Sequence[ast.stmt], depth: int) -> bool:
+        if not body:
+            return False
+        last = body[-1]
+        if isinstance(last, ast.Raise):
+            # `raise NotImplementedError` is the abstract-method idiom: subclasses override it.
+            exc = last.exc.func if isinstance(last.exc, ast.Call) else last.exc
+            return last.exc is not None and last_name(exc) != "NotImplementedError"
+        if isinstance(last, ast.If):
+            return self._block_raises(last.body, depth) and self._block_raises(last.orelse, depth)
+        if isinstance(last, (ast.With, ast.AsyncWith)):
+            return self._block_raises(last.body, depth)
+        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+            target = self._helper_target(last.value, None)
+            return target is not None and self._always_raises_func(target, depth + 1)
+        return False
+
+    def _helper_target(self, call: ast.Call, func: ast.AST | None) -> ast.AST | None:
+        """Resolve ``helper(...)``, ``self.m(...)``/``cls.m(...)`` or ``Cls.m(...)`` to one definition."""
+        callee = call.func
+        if isinstance(callee, ast.Name):
+            if func is not None:  # a helper nested in the enclosing function
+                nested = [n for n in func.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          and n.name == callee.id]
+                if len(nested) == 1:
+                    return nested[0]
+            defs = self._functions.get(callee.id, [])
+            return defs[0] if len(defs) == 1 else None
+        if isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Name):
+            owner = callee.value.id
+            if owner in {"self", "cls"}:
+                cls = self._enclosing_class(func) if func is not None else None
+                if cls is None:
+                    return None
+            else:
+                cls = owner
+            defs = self._methods.get(cls, {}).get(callee.attr, [])
+            # Another class of the file defining the same name may be an override: stay silent.
+            if len(defs) == 1 and self._method_owners.get(callee.attr, 0) == 1:
+                return defs[0]
+        return None
+
+    def _enclosing_class(self, func: ast.AST) -> str | None:
+        for anc in self.ctx.ancestors(func):
+            if isinstance(anc, ast.ClassDef):
+                return anc.name
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return None
+        return None
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> Iterator[Finding]:
+        for func in ast.walk(self.ctx.tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+                continue
+            body = func.body
+            aliases = self._walk_aliases(body)
+            for node in _walk_no_scopes(body):
+                if isinstance(node, (ast.For, ast.AsyncFor)):
+                    walk = self._loop_walk(node, aliases)
+                    if walk is not None:
+                        yield from self._check_loop(func, node, walk)
+                elif isinstance(node, ast.If):
+                    yield from self._check_any_form(func, node, aliases)
+
+    def _walk_aliases(self, body: Sequence[ast.stmt]) -> dict[str, tuple[str, ast.Call]]:
+        """Local names assigned exactly once, from a walk (``mods = list(m.modules())``)."""
+        counts: dict[str, int] = {}
+        found: dict[str, tuple[str, ast.Call]] = {}
+        for node in _walk_no_scopes(body):
+            targets: list[ast.AST] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                targets = [node.target]
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+                targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [
+                    item.optional_vars for item in node.items if item.optional_vars is not None]
+            elif isinstance(node, ast.NamedExpr):
+                targets = [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        counts[name.id] = counts.get(name.id, 0) + 1
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+                if isinstance(target, ast.Name) and (not isinstance(node, ast.Assign) or len(node.targets) == 1):
+                    value = node.value
+                    branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+                    for branch in branches:
+                        inner, enumerated = _unwrap_iter(branch)
+                        hit = _walk_call(inner)
+                        if hit is not None and not enumerated:
+                            found[target.id] = hit
+                            break
+        return {name: hit for name, hit in found.items() if counts.get(name) == 1}
+
+    def _resolve_iter(self, node: ast.AST, aliases) -> tuple[tuple[str, ast.Call] | None, bool, bool]:
+        """Return ``(walk, enumerated, dict_items)`` for an iterable expression."""
+        inner, enumerated = _unwrap_iter(node)
+        mode = None
+        if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr in {"items", "values"} and not inner.args):
+            mode = inner.func.attr
+            inner, _ = _unwrap_iter(inner.func.value)
+        hit = _walk_call(inner)
+        if hit is None and isinstance(inner, ast.Name) and inner.id in aliases:
+            hit = aliases[inner.id]
+        if hit is None:
+            return None, enumerated, False
+        method = hit[0]
+        shape = WALK_METHODS[method]
+        if shape == "dict":
+            if mode is None:
+                return None, enumerated, False  # iterating the names only
+            return hit, enumerated, mode == "items"
+        if mode is not None:
+            return None, enumerated, False
+        return hit, enumerated, False
+
+    def _walk_of(self, target: ast.AST, iter_node: ast.AST, aliases) -> Walk | None:
+        hit, enumerated, dict_items = self._resolve_iter(iter_node, aliases)
+        if hit is None:
+            return None
+        method, call = hit
+        if enumerated:
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                return None
+            target = target.elts[1]
+        shape = "pair" if dict_items else WALK_METHODS[method]
+        if shape == "dict":
+            shape = "module"  # .values()
+        name_var = None
+        if shape == "pair":
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                return None
+            if isinstance(target.elts[0], ast.Name):
+                name_var = target.elts[0].id
+            target = target.elts[1]
+        if not isinstance(target, ast.Name):
+            return None
+        receiver = call.func.value
+        root = dotted_name(receiver)
+        yields_root = method in ROOT_YIELDING
+        if method != "modules" and (call.args or any(k.arg == "prefix" for k in call.keywords)):
+            name_var = None  # a custom prefix: the root's name is not ""
+        return Walk(var=target.id, root=root, text=self.ctx.text_of(call), name_var=name_var,
+                    yields_root=yields_root)
+
+    def _loop_walk(self, loop: ast.For | ast.AsyncFor, aliases) -> Walk | None:
+        return self._walk_of(loop.target, loop.iter, aliases)
+
+    # ------------------------------------------------------------------ conditions
+    def _is_marker_name(self, name: str | None) -> bool:
+        return name is not None and any(p.fullmatch(name) for p in self.markers)
+
+    def _is_wrapper_class(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Tuple):
+            return any(self._is_wrapper_class(elt) for elt in node.elts)
+        name = last_name(node)
+        return name is not None and any(p.fullmatch(name) for p in self.wrappers)
+
+    def _is_var(self, node: ast.AST, var: str) -> bool:
+        return isinstance(node, ast.Name) and node.id == var
+
+    def _is_dict_of(self, node: ast.AST, var: str) -> bool:
+        """``var.__dict__`` or ``vars(var)``."""
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return self._is_var(node.value, var)
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars"
+                and len(node.args) == 1 and self._is_var(node.args[0], var))
+
+    def _marker_read(self, node: ast.AST, var: str) -> bool:
+        """True if ``node`` reads a wrap marker of ``var`` (truthy when ``var`` is wrapped)."""
+        if isinstance(node, ast.Attribute):
+            return self._is_var(node.value, var) and self._is_marker_name(node.attr)
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else None
+            args = node.args
+            if name in {"getattr", "hasattr"} and len(args) >= 2 and self._is_var(args[0], var):
+                return self._is_marker_name(string_value(args[1]))
+            if name == "isinstance" and len(args) == 2 and self._is_var(args[0], var):
+                return self._is_wrapper_class(args[1])
+            if (isinstance(node.func, ast.Attribute) and node.func.attr == "get" and args
+                    and self._is_dict_of(node.func.value, var)):
+                return self._is_marker_name(string_value(args[0]))
+        if isinstance(node, ast.Subscript) and self._is_dict_of(node.value, var):
+            return self._is_marker_name(string_value(node.slice))
+        return False
+
+    def _is_type_of(self, node: ast.AST, var: str) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+                and len(node.args) == 1 and self._is_var(node.args[0], var))
+
+    def facts(self, node: ast.AST, var: str) -> Facts:
+        """The :class:`Facts` of condition ``node`` about the marker of ``var``."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.facts(node.operand, var).negate()
+        if isinstance(node, ast.BoolOp):
+            parts = [self.facts(v, var) for v in node.values]
+            if isinstance(node.op, ast.And):
+                return Facts(any(p.a for p in parts), all(p.b for p in parts),
+                             all(p.c for p in parts), any(p.d for p in parts))
+            return Facts(all(p.a for p in parts), any(p.b for p in parts),
+                         any(p.c for p in parts), all(p.d for p in parts))
+        if isinstance(node, ast.Constant):
+            return Facts(b=True, c=True) if node.value else Facts(a=True, d=True)
+        if self._marker_read(node, var):
+            return MARKER
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1 \
+                and not node.keywords:
+            if node.func.id == "bool":
+                return self.facts(node.args[0], var)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, op, right = node.left, node.ops[0], node.comparators[0]
+            # "_is_wrapped" in sub.__dict__ / vars(sub)
+            if isinstance(op, (ast.In, ast.NotIn)) and self._is_dict_of(right, var) \
+                    and self._is_marker_name(string_value(left)):
+                return MARKER if isinstance(op, ast.In) else MARKER.negate()
+            # type(sub) is W / type(sub) == W / type(sub) in (W1, W2)
+            if self._is_type_of(left, var) and self._is_wrapper_class(right):
+                if isinstance(op, (ast.Is, ast.Eq, ast.In)):
+                    return MARKER
+                if isinstance(op, (ast.IsNot, ast.NotEq, ast.NotIn)):
+                    return MARKER.negate()
+            if isinstance(right, ast.Constant) and self._marker_read(left, var):
+                value = right.value
+                positive = {ast.Is: True, ast.Eq: True, ast.IsNot: False, ast.NotEq: False}.get(type(op))
+                if positive is None:
+                    return NONE
+                if value is True:
+                    return MARKER if positive else MARKER.negate()
+                if value is False or value is None:
+                    return MARKER.negate() if positive else MARKER
+        return NONE
+
+    def _root_test(self, node: ast.AST, walk: Walk) -> bool | None:
+        """True if ``node`` holds exactly for the root, False if exactly for non-roots, else None."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self._root_test(node.operand, walk)
+            return None if inner is None else not inner
+        if walk.name_var and isinstance(node, ast.Name) and node.id == walk.name_var:
+            return False  # a non-empty name: not the root
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, op, right = node.left, node.ops[0], node.comparators[0]
+            for one, other in ((left, right), (right, left)):
+                if self._is_var(one, walk.var) and walk.root is not None and dotted_name(other) == walk.root:
+                    if isinstance(op, (ast.Is, ast.Eq)):
+                        return True
+                    if isinstance(op, (ast.IsNot, ast.NotEq)):
+                        return False
+                if walk.name_var and self._is_var(one, walk.name_var) and string_value(other) == "":
+                    if isinstance(op, (ast.Is, ast.Eq)):
+                        return True
+                    if isinstance(op, (ast.IsNot, ast.NotEq)):
+                        return False
+        return None
+
+    def _side_root_only(self, test: ast.AST, in_body: bool, walk: Walk) -> bool:
+        """True if the body (``in_body``) or else-branch of ``if test`` runs only for the root."""
+        if in_body:
+            parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            return any(self._root_test(p, walk) is True for p in parts)
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+        return any(self._root_test(p, walk) is False for p in parts)
+
+    # ------------------------------------------------------------------ loop form
+    def _check_loop(self, func, loop, walk: Walk) -> Iterator[Finding]:
+        for node in _walk_no_scopes(loop.body, rebinding=walk.var):
+            if not isinstance(node, ast.If):
+                continue
+            facts = self.facts(node.test, walk.var)
+            for in_body, branch in ((True, node.body), (False, node.orelse)):
+                hazard = (facts.a or facts.b) if in_body else (facts.c or facts.d)
+                if not hazard or not branch:
+                    continue
+                safe = facts.a if in_body else facts.c
+                if self._side_root_only(node.test, in_body, walk):
+                    continue
+                if self._root_only_context(node, loop, walk):
+                    continue
+                for stmt, via_helper in self._raising_statements(branch, func):
+                    if id(stmt) in self.reported or self._caught(stmt, loop):
+                        continue
+                    self.reported.add(id(stmt))
+                    yield self._finding(stmt, walk, via_helper, safe, loop)
+
+    def _root_only_context(self, node: ast.If, loop, walk: Walk) -> bool:
+        """True if ``node`` sits where only the root gets (enclosing root test, early continue)."""
+        if not walk.yields_root:
+            return False
+        child: ast.AST = node
+        for anc in self.ctx.ancestors(node):
+            for block in _blocks(anc):
+                if child in block:
+                    for prev in block[: block.index(child)]:
+                        if (isinstance(prev, ast.If) and not prev.orelse and prev.body
+                                and isinstance(prev.body[-1], (ast.Continue, ast.Break, ast.Return, ast.Raise))
+                                and self._side_root_only(prev.test, False, walk)):
+                            return True
+            if isinstance(anc, ast.If):
+                in_body = child in anc.body
+                if self._side_root_only(anc.test, in_body, walk):
+                    return True
+            if anc is loop:
+                return False
+            child = anc
+        return False
+
+    def _raising_statements(self, branch, func) -> Iterator[tuple[ast.stmt, bool]]:
+        """Statements of ``branch`` (nested if/with/try included, loops excluded) that raise."""
+        for stmt in branch:
+            if isinstance(stmt, ast.Raise):
+                yield stmt, False
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                target = self._helper_target(stmt.value, func)
+                if target is not None and target is not func and self._always_raises_func(target):
+                    yield stmt, True
+            elif isinstance(stmt, ast.If):
+                yield from self._raising_statements(stmt.body, func)
+                yield from self._raising_statements(stmt.orelse, func)
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                yield from self._raising_statements(stmt.body, func)
+            elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+                yield from self._raising_statements(stmt.body, func)
+                yield from self._raising_statements(stmt.orelse, func)
+                yield from self._raising_statements(stmt.finalbody, func)
+                for handler in stmt.handlers:
+                    yield from self._raising_statements(handler.body, func)
+
+    def _caught(self, stmt: ast.stmt, loop) -> bool:
+        """True if a ``try`` between ``stmt`` and ``loop`` catches what ``stmt`` raises."""
+        raised = None
+        if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+            raised = last_name(stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc)
+        child: ast.AST = stmt
+        for anc in self.ctx.ancestors(stmt):
+            if anc is loop:
+                return False
+            if isinstance(anc, ast.Try) and child in anc.body:
+                for handler in anc.handlers:
+                    if handler.type is None:
+                        return True
+                    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+                    names = {last_name(t) for t in types}
+                    if names & CATCH_ALL or (raised is not None and raised in names) or raised is None:
+                        return True
+            child = anc
+        return False
+
+    def _inner_loop_between(self, stmt: ast.stmt, loop) -> bool:
+        for anc in self.ctx.ancestors(stmt):
+            if anc is loop:
+                return False
+            if isinstance(anc, LOOPS):
+                return True
+        return True
+
+    # ------------------------------------------------------------------ any(...) form
+    def _check_any_form(self, func, node: ast.If, aliases) -> Iterator[Finding]:
+        """``if any(marker(m) for m in x.modules()): raise`` (and ``not all(not ...)``)."""
+        found = self._any_walk(node.test, aliases, negated=False)
+        if found is None:
+            return
+        in_body, walk, safe_branch = found
+        branch = node.body if in_body else node.orelse
+        for stmt, via_helper in self._raising_statements(branch, func):
+            if id(stmt) in self.reported:
+                continue
+            self.reported.add(id(stmt))
+            yield self._finding(stmt, walk, via_helper, safe_branch, None)
+
+    def _any_walk(self, test: ast.AST, aliases, negated: bool):
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._any_walk(test.operand, aliases, not negated)
+        if isinstance(test, ast.BoolOp):
+            for value in test.values:
+                found = self._any_walk(value, aliases, negated)
+                if found is not None:
+                    # `A and any(...)` body / `A or not any(...)` else: the branch needs the marker.
+                    return found
+            return None
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id in {"any", "all"} and len(test.args) == 1
+                and isinstance(test.args[0], (ast.GeneratorExp, ast.ListComp, ast.SetComp))):
+            return None
+        gen = test.args[0]
+        if len(gen.generators) != 1:
+            return None
+        comp = gen.generators[0]
+        walk = self._walk_of(comp.target, comp.iter, aliases)
+        if walk is None or any(self._root_test(cond, walk) is True for cond in comp.ifs):
+            return None
+        elt = ast.BoolOp(op=ast.And(), values=[gen.elt, *comp.ifs]) if comp.ifs else gen.elt
+        facts = self.facts(elt, walk.var)
+        if test.func.id == "any":
+            facts = Facts(facts.a, facts.b, facts.c, False)
+        else:
+            facts = Facts(facts.a, False, facts.c, facts.d)
+        if negated:
+            facts = facts.negate()
+        if facts.a or facts.b:
+            return True, walk, facts.a
+        if facts.c or facts.d:
+            return False, walk, facts.c
+        return None
+
+    # ------------------------------------------------------------------ findings and fixes
+    def _finding(self, stmt: ast.stmt, walk: Walk, via_helper: bool, safe: bool, loop) -> Finding:
+        ctx = self.ctx
+        confidence = Confidence.INFERENCE if via_helper else Confidence.HIGH
+        fix = None
+        if loop is None:
+            advice = "skip already-wrapped submodules instead of raising"
+        else:
+            advice = "skip it with 'continue'"
+            if not self._inner_loop_between(stmt, loop):
+                applicability = Applicability.SAFE if safe else Applicability.UNSAFE
+                fix = ctx.make_fix(self._continue_edits(stmt), "Replace the raise with 'continue'", applicability)
+            else:
+                advice = "skip it (a 'continue' here would bind to the inner loop)"
+        return ctx.finding(self.rule, stmt, args=(walk.var, walk.text, advice), confidence=confidence, fix=fix)
+
+    def _continue_edits(self, stmt: ast.stmt) -> list[Edit]:
+        """Replace the whole statement by ``continue``; comments inside it move above it."""
+        source = self.ctx.source
+        start, end = self.ctx.node_range(stmt)
+        text = source.segment(start, end)
+        comments = _comments(text) if "#" in text else []
+        if not comments:
+            return [Edit(start, end, "continue")]
+        line = source.line_text(start[0])
+        indent = line[: len(line) - len(line.lstrip())]
+        if line[: start[1]].strip():  # the statement does not start its line (`if x: raise ...`)
+            return [Edit(start, end, "continue  " + "  ".join(comments))]
+        newline = source.newline()
+        content = "".join(c + newline + indent for c in comments) + "continue"
+        return [Edit(start, end, content)]
+
+
+def _comments(text: str) -> list[str]:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+    return [tok.string for tok in tokens if tok.type == tokenize.COMMENT]
+
+
+def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    blocks = []
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(node, name, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            blocks.append(value)
+    return blocks
+
+
+def _walk_no_scopes(body: Sequence[ast.AST], rebinding: str | None = None) -> Iterator[ast.AST]:
+    """Yield every node under ``body`` without entering nested functions, lambdas or classes.
+
+    With ``rebinding``, nested ``for`` loops whose target binds that name are not entered either
+    (their own walk, if any, is checked on its own).
+    """
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, SCOPES):
+            continue
+        if rebinding is not None and isinstance(node, (ast.For, ast.AsyncFor)) and any(
+                isinstance(n, ast.Name) and n.id == rebinding for n in ast.walk(node.target)):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
