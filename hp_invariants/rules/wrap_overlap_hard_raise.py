@@ -489,15 +489,14 @@ class _FileChecker:
                     return MARKER
                 if isinstance(op, (ast.IsNot, ast.NotEq, ast.NotIn)):
                     return MARKER.negate()
-            if isinstance(right, ast.Constant) and self._marker_read(left, var):
-                value = right.value
+            # marker is True / == True / is not None / is False / is None / != False ...
+            if isinstance(right, ast.Constant) and any(right.value is v for v in (True, False, None)):
                 positive = {ast.Is: True, ast.Eq: True, ast.IsNot: False, ast.NotEq: False}.get(type(op))
-                if positive is None:
+                inner = self.facts(left, var)
+                if positive is None or inner == NONE:
                     return NONE
-                if value is True:
-                    return MARKER if positive else MARKER.negate()
-                if value is False or value is None:
-                    return MARKER.negate() if positive else MARKER
+                same = positive if right.value is True else not positive
+                return inner if same else inner.negate()
         return NONE
 
     def _root_test(self, node: ast.AST, walk: Walk) -> bool | None:
