@@ -1,0 +1,122 @@
+"""``hp-invariants fix``: the examples contract, --diff, byte-exact rewrites, safe writes."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import stat
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from test_cli import FIXED, GATED, REGRESSIONS, run_cli
+
+
+def _ast_without_module_docstring(text: str) -> str:
+    tree = ast.parse(text)
+    if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(getattr(tree.body[0], "value", None), ast.Constant):
+        tree.body = tree.body[1:]
+    return ast.dump(tree)
+
+
+def test_fix_turns_each_regression_into_its_fixed_twin(tmp_path: Path):
+    work = tmp_path / "examples"
+    shutil.copytree(REGRESSIONS, work)
+    (tmp_path / "pyproject.toml").write_text("")
+    code, out, err = run_cli("fix", "--no-cache", str(work))
+    assert code == 0, out + err
+    for fixed in sorted(FIXED.glob("*.py")):
+        produced = (work / fixed.name).read_text()
+        assert _ast_without_module_docstring(produced) == _ast_without_module_docstring(fixed.read_text()), fixed.name
+    assert run_cli("check", "--no-cache", str(work))[0] == 0
+    # a second fix changes nothing
+    before = {p.name: p.read_bytes() for p in work.glob("*.py")}
+    assert run_cli("fix", "--no-cache", str(work))[0] == 0
+    assert before == {p.name: p.read_bytes() for p in work.glob("*.py")}
+
+
+@pytest.fixture
+def gated(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "gated.py"
+    path.write_text(GATED)
+    return path
+
+
+def test_diff_prints_and_writes_nothing(gated: Path):
+    code, out, _ = run_cli("fix", "--diff", str(gated))
+    assert code == 1
+    assert out.startswith(f"--- a/{gated}\n+++ b/{gated}\n")
+    assert "-        if self.is_shard and not self._done:" in out
+    assert "+        if not self._done:" in out
+    assert gated.read_text() == GATED
+
+
+def test_fix_writes_and_exit_code(gated: Path):
+    code, out, err = run_cli("fix", str(gated))
+    assert code == 0, out + err
+    assert "if not self._done:" in gated.read_text()
+    assert run_cli("check", str(gated))[0] == 0
+
+
+def test_fix_exit_1_when_findings_remain(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "early.py"
+    path.write_text(textwrap.dedent("""\
+        class S:
+            def lazy_init(self):
+                if not self.is_shard:
+                    return
+                for p in self.params:
+                    p.reset_sharded_param()
+        """))
+    before = path.read_bytes()
+    code, out, _ = run_cli("fix", str(path))
+    assert code == 1  # an early-exit guard is report-only
+    assert "E9502" in out
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("encode", [
+    pytest.param(lambda t: t.replace("\n", "\r\n").encode(), id="crlf"),
+    pytest.param(lambda t: b"\xef\xbb\xbf" + t.encode(), id="bom"),
+    pytest.param(lambda t: ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + t).encode("latin-1"), id="latin1-cookie"),
+    pytest.param(lambda t: t.replace("    ", "\t").encode(), id="tabs"),
+    pytest.param(lambda t: t.replace("and not", "and  # why\\\n not").replace("p.reset", "p .reset").encode(),
+                 id="comments-and-odd-spacing"),
+])
+def test_fix_is_byte_exact_outside_the_edit(tmp_path: Path, encode):
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "m.py"
+    original = encode(GATED)
+    path.write_bytes(original)
+    code, out, err = run_cli("fix", str(path))
+    result = path.read_bytes()
+    assert result != original, out + err
+    # undo the single expected edit: the result differs from the original only where the gate was
+    prefix = os.path.commonprefix([original, result])
+    suffix = os.path.commonprefix([original[::-1], result[::-1]])
+    removed = original[len(prefix): len(original) - len(suffix)]
+    assert b"self.is_shard" in removed
+    assert b"_done" not in removed and b"\n" not in removed.replace(b"\\\n", b"")
+    assert result.startswith(original[:3])  # BOM / cookie kept
+    if b"\r\n" in original:
+        assert result.count(b"\r\n") == original.count(b"\r\n") and b"\n" not in result.replace(b"\r\n", b"")
+
+
+def test_fix_keeps_permissions_and_skips_read_only(gated: Path):
+    os.chmod(gated, 0o640)
+    assert run_cli("fix", str(gated))[0] == 0
+    assert stat.S_IMODE(os.stat(gated).st_mode) == 0o640
+    gated.write_text(GATED)
+    os.chmod(gated, 0o440)
+    code, out, _ = run_cli("fix", str(gated))
+    assert code == 2 and "read-only" in out
+    assert gated.read_text() == GATED
+
+
+def test_fix_leaves_no_temp_files(gated: Path):
+    run_cli("fix", str(gated))
+    assert sorted(p.name for p in gated.parent.iterdir()) == ["gated.py", "pyproject.toml"]
