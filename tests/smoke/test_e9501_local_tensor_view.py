@@ -1,0 +1,79 @@
+"""E9501 local-tensor-view-not-detached, at run time.
+
+Broken: the local shard is a ``narrow`` view taken under ``no_grad``; the grad-mode weight load
+writes its base in place; building AdamW reads ``param.is_leaf`` and torch raises the seed
+report's RuntimeError. Fixed by ``hp-invariants fix`` (``.detach()``): AdamW builds, three steps
+run, and the local shard still shares storage with the padded buffer (the optimizer updates
+land in the buffer).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from smoke_support import TORCH_MISSING, load_module, make_rule_pair
+
+torch = pytest.importorskip("torch", reason=TORCH_MISSING)
+
+SEED_ERROR = ("A view was created in no_grad mode and its base or another view of its base "
+              "has been modified inplace with grad mode enabled")
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    return make_rule_pair("E9501", "e9501", tmp_path_factory.mktemp("e9501"))
+
+
+def _loaded_model(module, device):
+    torch.manual_seed(0)
+    checkpoint = module.TinyMLP().to(device)  # parameters that require grad, as loaded weights do
+    model, states = module.build_sharded_model(device)
+    module.load_weights(states, checkpoint)
+    return model, states, checkpoint
+
+
+def test_check_flags_broken_module(pair):
+    pair.assert_flagged()
+
+
+def test_fix_makes_check_clean(pair):
+    pair.assert_fixed_clean()
+
+
+def test_broken_optimizer_build_raises_seed_error(pair, device):
+    module = load_module(pair.broken)
+    model, _, _ = _loaded_model(module, device)
+    with pytest.raises(RuntimeError, match=SEED_ERROR):
+        torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+
+def test_fixed_optimizer_builds_and_steps(pair, device):
+    pair.assert_fixed_clean()
+    module = load_module(pair.fixed)
+    model, states, checkpoint = _loaded_model(module, device)
+    for state, source in zip(states, (checkpoint.up.weight, checkpoint.down.weight)):
+        local = state.sharded_param._local_tensor
+        assert local.is_leaf and local.requires_grad
+        assert local.untyped_storage().data_ptr() == state.padded_buffer.untyped_storage().data_ptr()
+        torch.testing.assert_close(local, source.detach())
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(1)
+    inputs = torch.randn(4, 8, generator=generator).to(device)
+    target = torch.randn(4, 8, generator=generator).to(device)
+    before = [state.sharded_param._local_tensor.detach().clone() for state in states]
+    losses = []
+    for _ in range(3):
+        loss = torch.nn.functional.mse_loss(model(inputs), target)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert all(torch.isfinite(torch.tensor(losses))), losses
+    for state, old in zip(states, before):
+        local = state.sharded_param._local_tensor
+        rows = local.shape[0]
+        assert not torch.equal(local.detach(), old), "the optimizer step did not update the shard"
+        # The shard still aliases the padded buffer: the updates are visible through it.
+        assert local.untyped_storage().data_ptr() == state.padded_buffer.untyped_storage().data_ptr()
+        torch.testing.assert_close(state.padded_buffer[:rows].detach(), local.detach())
