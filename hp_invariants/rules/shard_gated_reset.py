@@ -1,17 +1,798 @@
-"""E9502 `shard-gated-reset` (placeholder: the detection is being written)."""
+"""# E9502 shard-gated-reset
+
+## What it does
+Finds a call to a step that must run at every shard degree (option `unconditional-calls`, default
+`reset_sharded_param` and `fully_shard`; the callee's last name component is matched, so
+`p.reset_sharded_param()`, `fully_shard(m)` and `torch.distributed.fsdp.fully_shard(m)` all count)
+that only runs when a **shard-degree predicate** holds, so that at shard degree 1 (world size 1,
+`dp_shard == 1`) it is silently skipped.
+
+A shard-degree predicate is
+
+* a gate name (option `shard-degree-gates`, default `is_shard`) used as a bare name or an attribute
+  (`is_shard`, `self.is_shard`); a *method call* such as `placement.is_shard()` is a placement query,
+  not a gate;
+* a comparison against 1 of a shard-degree quantity (option `shard-degree-quantities`): a name,
+  attribute or getter call whose last name matches (`self.world_size > 1`,
+  `dist.get_world_size() > 1`, `1 < ws`, `shard_degree != 1`, `dp_shard >= 2`), or the same negated
+  (`ws == 1`, `ws <= 1`, `ws < 2`) with the call in the branch where it is false;
+* a local alias of one (`shard = self.is_shard`, `need = ws > 1`, assigned exactly once in the
+  function, before the test), or a `@property` / function **defined in the same file** whose every
+  `return` is one (`@property def needs_sharding(self): return self.shard_degree > 1`, then
+  `if self.needs_sharding:`). Cross-file properties are not followed.
+
+The call is gated when it sits
+
+* in the body of an `if`/`elif` or in a branch of a ternary whose test requires the predicate: the
+  test itself, a conjunct of an `and` chain (`if self.is_shard and not self._done:`), a `not` form
+  with the call in the `else` branch (`if not self.is_shard: ... else: reset()`), or an `elif`
+  reached only through the negation of a preceding test (`if not self.is_shard: ... elif x: reset()`),
+  at any nesting depth;
+* after an early exit in the same or an enclosing block of the same function:
+  `if not self.is_shard: return` (or `raise`, or `continue`/`break` in a loop) before the call;
+* in the right operand of a short-circuit `self.is_shard and reset()`, or in a comprehension element
+  filtered by `if ws > 1`.
+
+No message for:
+
+* an `or` chain: `if self.is_shard or force:` runs the reset when `force` holds, so it is not gated;
+* `is_sharded`: in PyTorch FSDP2 `FSDPParam.is_sharded` / `FSDPParamGroup.is_sharded` is the
+  sharded **state** of the parameters (sharded vs unsharded right now), not the shard degree. PyTorch's
+  own `FSDPParamGroup.lazy_init` runs `if self.is_sharded and not self._reset_sharded_params:`, and
+  hyper-parallel's `TorchHSDPStateV2._init_hsdp_params` tests `if hsdp_param.is_sharded:`; both are
+  correct and stay clean. Add `is_sharded` to `shard-degree-gates` only if your code uses it as a degree;
+* `mesh.size() > 1`: a device mesh may be a tensor- or expert-parallel mesh, so its size is not a
+  shard degree; only meshes named like `fsdp_mesh`, `shard_mesh` or `dp_shard_mesh` count by default
+  (the quantity regexes are also matched against `receiver.method` of a call, so you can add
+  `dp_mesh\\.size`);
+* `assert ws > 1` before the call: the assertion states a precondition loudly (and vanishes under
+  `-O`), it does not skip the step silently;
+* comparisons with other bounds (`ws > 2`), and other parallel degrees (`tp_size`, `ep_size`,
+  `pp_size`): an expert mesh that only exists when `ep_size > 1` is legitimately gated;
+* a call inside a nested function or lambda: the gate around its definition does not gate its call.
+
+## Why is this bad?
+hyper-parallel's `TorchHSDPStateV2.lazy_init` must re-wrap every sharded parameter after meta-device
+materialization (`reset_sharded_param()`), so that the optimizer and the forward see the right
+`nn.Parameter` objects. A refactor added `self.is_shard` to its guard:
+
+```python
+if self.is_shard and not self._reset_sharded_params:
+    for hsdp_param in self.hsdp_params:
+        hsdp_param.reset_sharded_param()
+    self._reset_sharded_params = True
+```
+
+At `dp_shard == 1` (world size 1, no real sharding) `is_shard` is False, the reset is skipped and the
+parameters stay on the meta device ("HSDP params still on meta device"); the leaf invariant of
+E9501 is never established either, and building the optimizer fails with
+
+```
+RuntimeError: A view was created in no_grad mode and its base or another view of its base
+has been modified inplace with grad mode enabled.
+```
+
+The same holds for `fully_shard`: FSDP2 wrapping also applies the mixed-precision policy and the
+sharded-parameter invariants, so skipping it at world size 1 changes numerics, not just communication.
+
+## Example
+```python
+class State:
+    def lazy_init(self):
+        if self.is_shard and not self._reset_sharded_params:
+            for param in self.params:
+                param.reset_sharded_param()
+            self._reset_sharded_params = True
+
+
+def parallelize(model, world_size):
+    if world_size > 1:
+        fully_shard(model)
+    return model
+```
+
+## Use instead
+```python
+class State:
+    def lazy_init(self):
+        if not self._reset_sharded_params:
+            for param in self.params:
+                param.reset_sharded_param()
+            self._reset_sharded_params = True
+
+
+def parallelize(model, world_size):
+    fully_shard(model)
+    return model
+```
+
+## Fix safety
+The fix removes the gate and nothing else:
+
+* `and` chain: the gate conjunct is dropped (`if self.is_shard and not done:` -> `if not done:`),
+  comments inside the condition kept;
+* `if gate:` without `else`: the `if` line is removed and its body dedented (lines inside multi-line
+  strings untouched; a trailing comment of the `if` line is kept as a comment line);
+* `elif gate:` without a following branch: becomes `else:`;
+* ternary `fully_shard(m) if ws > 1 else m`: replaced by the branch holding the call;
+* comprehension filter `if ws > 1`: removed; short-circuit `gate and reset()`: the gate operand dropped.
+
+These are **safe** when the gated region holds only the must-always-run step: calls of
+`unconditional-calls` (as statements or assigned, e.g. `model = fully_shard(model)`), `for`/`with`
+blocks of those, `pass`, and flag assignments of constants (`self._done = True`); for a ternary, the
+other branch must be free of side effects (a constant or a name) and the kept branch the call itself.
+They are **unsafe** (applied only with `--unsafe-fixes`) when the region holds more, since that code
+would then also run at shard degree 1, when the dropped gate calls a function of the project
+(which may have side effects), or when the value of a short-circuit expression is used.
+
+**Report-only** (no fix): early-exit guards (`if not self.is_shard: return`; removing them changes
+everything after the guard), calls in an `else` branch of a negative test or in an `elif` reached
+through a preceding negative test, `if gate:` with an `else`/`elif`, `or` forms
+(`not is_shard or reset()`), and tests where the gate is buried (`need = self.is_shard and x`,
+`not (not self.is_shard or x)`).
+
+## Options
+* `unconditional-calls` (csv, default `reset_sharded_param,fully_shard`): last name components of
+  the calls that must run at every shard degree.
+* `shard-degree-gates` (csv, default `is_shard`): names whose truth means "shard degree > 1", used
+  as a bare name or an attribute (never a method call).
+* `shard-degree-quantities` (regexp_csv, default
+  `world_size,ws,(dp|fsdp|shard|dp_shard|data_parallel)_world_size,get_(dp_|fsdp_|shard_|data_parallel_)?world_size,(dp_)?shard(_mesh)?_(size|degree),dp_shard,(num|n)_shards,fsdp_(size|degree),data_parallel_shard_degree,(fsdp|shard|dp_shard)_mesh\\.size`):
+  regular expressions matched (whole name) against the last name of a name, attribute or called
+  function, and against `receiver.method` of a call; a comparison of such a quantity with 1 is a
+  gate.
+
+Unlike the other rules, this one has no text prefilter: the call names are configurable, so the
+rule itself first checks that one of the configured names occurs in the file text.
+
+## References
+* hyper-parallel issue 230 (gitcode mindspore/hyper-parallel): item 2, `TorchHSDPStateV2.lazy_init`.
+* PyTorch FSDP2: `torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py` (`lazy_init`,
+  `is_sharded`), `torch.distributed.fsdp.fully_shard`.
+* E9501 `local-tensor-view-not-detached` (the leaf invariant the reset establishes).
+"""
 
 from __future__ import annotations
 
-from hp_invariants.model import Rule
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from hp_invariants.astutil import FunctionNode, dotted_name, last_name, walk_function_body
+from hp_invariants.model import Applicability, Confidence, Edit, Option, Rule
+
+DEFAULT_CALLS = ("reset_sharded_param", "fully_shard")
+DEFAULT_GATES = ("is_shard",)
+DEFAULT_QUANTITIES = (
+    "world_size",
+    "ws",
+    "(dp|fsdp|shard|dp_shard|data_parallel)_world_size",
+    "get_(dp_|fsdp_|shard_|data_parallel_)?world_size",
+    "(dp_)?shard(_mesh)?_(size|degree)",
+    "dp_shard",
+    "(num|n)_shards",
+    "fsdp_(size|degree)",
+    "data_parallel_shard_degree",
+    r"(fsdp|shard|dp_shard)_mesh\.size",
+)
+
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
+_SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_MAX_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A shard-degree predicate found in a test.
+
+    ``node``: the expression at the use site (the conjunct a fix would drop); ``text``: how the message
+    names it; ``via``: ``"direct"``, ``"alias"``, ``"property"`` or ``"function"``; ``calls_project``:
+    the expression calls a project function (dropping it may drop a side effect).
+    """
+
+    node: ast.AST
+    text: str
+    via: str = "direct"
+    calls_project: bool = False
+
+
+@dataclass
+class _FileInfo:
+    """Per-file caches: functions by name, and name assignments per scope."""
+
+    defs: dict[str, list[ast.AST]] = field(default_factory=dict)
+    scopes: dict[int, dict[str, list[ast.AST | None]]] = field(default_factory=dict)
+
+
+def _is_property(func: ast.AST) -> bool:
+    return any(
+        last_name(dec.func if isinstance(dec, ast.Call) else dec) in _PROPERTY_DECORATORS
+        for dec in func.decorator_list
+    )
+
+
+def _returns(func: ast.AST) -> list[ast.AST | None]:
+    """Return the values of the ``return`` statements of ``func`` (``None`` for a bare return)."""
+    values: list[ast.AST | None] = []
+    for node in walk_function_body(func):
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return []
+        if isinstance(node, ast.Return):
+            values.append(node.value)
+    return values
+
+
+class _Analyzer:
+    """Gate analysis for one file (options, alias and definition caches)."""
+
+    def __init__(self, ctx, rule: "ShardGatedReset"):
+        self.ctx = ctx
+        self.calls = frozenset(ctx.option(rule, "unconditional-calls"))
+        self.gates = frozenset(ctx.option(rule, "shard-degree-gates"))
+        self.quantities = [re.compile(p) if isinstance(p, str) else p
+                           for p in ctx.option(rule, "shard-degree-quantities")]
+        self.info = _FileInfo()
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, FunctionNode):
+                self.info.defs.setdefault(node.name, []).append(node)
+
+    # ------------------------------------------------------------------ names
+    def _quantity_name(self, name: str | None) -> bool:
+        return name is not None and any(p.fullmatch(name) for p in self.quantities)
+
+    def is_unconditional(self, node: ast.AST) -> bool:
+        """True for a call whose callee's last name is in ``unconditional-calls``."""
+        return isinstance(node, ast.Call) and last_name(node.func) in self.calls
+
+    def is_quantity(self, expr: ast.AST, scope: ast.AST, depth: int) -> bool:
+        """True when ``expr`` is a shard-degree quantity (name, attribute, getter call, alias)."""
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if self._quantity_name(last_name(func)):
+                return True
+            if isinstance(func, ast.Attribute):
+                recv = last_name(func.value)
+                return recv is not None and self._quantity_name(f"{recv}.{func.attr}")
+            return False
+        if isinstance(expr, ast.Attribute):
+            return self._quantity_name(expr.attr)
+        if isinstance(expr, ast.Name):
+            if self._quantity_name(expr.id):
+                return True
+            value = self.alias_value(expr, scope)
+            return value is not None and depth < _MAX_DEPTH and self.is_quantity(value, scope, depth + 1)
+        return False
+
+    # ------------------------------------------------------------------ aliases
+    def _scope_assignments(self, scope: ast.AST) -> dict[str, list[ast.AST | None]]:
+        """Map each name bound in ``scope`` to its simple-assignment values (``None``: other binding)."""
+        cached = self.info.scopes.get(id(scope))
+        if cached is not None:
+            return cached
+        table: dict[str, list[ast.AST | None]] = {}
+
+        def bind(target: ast.AST, value: ast.AST | None) -> None:
+            if isinstance(target, ast.Name):
+                table.setdefault(target.id, []).append(value)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                for elt in target.elts:
+                    bind(elt, None)
+            elif isinstance(target, ast.Starred):
+                bind(target.value, None)
+
+        if isinstance(scope, FunctionNode + (ast.Lambda,)):
+            args = scope.args
+            for arg in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+                if arg is not None:
+                    table.setdefault(arg.arg, []).append(None)
+        for node in walk_function_body(scope):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    bind(target, node if isinstance(target, ast.Name) else None)
+            elif isinstance(node, ast.AnnAssign):
+                bind(node.target, node if node.value is not None else None)
+            elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor)):
+                bind(node.target, None)
+            elif isinstance(node, ast.NamedExpr):
+                bind(node.target, None)
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                bind(node.optional_vars, None)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    table.setdefault(name, []).append(None)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    table.setdefault((alias.asname or alias.name).split(".")[0], []).append(None)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                table.setdefault(node.name, []).append(None)
+            elif isinstance(node, FunctionNode + (ast.ClassDef,)) and node is not scope:
+                table.setdefault(node.name, []).append(None)
+        self.info.scopes[id(scope)] = table
+        return table
+
+    def alias_value(self, name: ast.Name, scope: ast.AST) -> ast.AST | None:
+        """Return the value of ``name`` if it is bound exactly once, by ``name = value``, before use."""
+        bindings = self._scope_assignments(scope).get(name.id)
+        if not bindings or len(bindings) != 1 or bindings[0] is None:
+            return None
+        assign = bindings[0]
+        if (assign.end_lineno, assign.end_col_offset) > (name.lineno, name.col_offset):
+            return None
+        return assign.value
+
+    # ------------------------------------------------------------------ gates
+    def _atom(self, expr: ast.AST, scope: ast.AST, depth: int) -> int:
+        """+1: ``expr`` true means degree > 1; -1: ``expr`` true means degree 1; 0: not an atom."""
+        if isinstance(expr, (ast.Name, ast.Attribute)) and last_name(expr) in self.gates:
+            return 1
+        if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+            left, op, right = expr.left, expr.ops[0], expr.comparators[0]
+            if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
+                left, right = right, left
+                op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(type(op), op)
+            if not (isinstance(right, ast.Constant) and type(right.value) is int):
+                return 0
+            if not self.is_quantity(left, scope, depth):
+                return 0
+            key = (type(op), right.value)
+            if key in {(ast.Gt, 1), (ast.GtE, 2), (ast.NotEq, 1)}:
+                return 1
+            if key in {(ast.Eq, 1), (ast.LtE, 1), (ast.Lt, 2)}:
+                return -1
+        return 0
+
+    def _definitions(self, expr: ast.AST) -> tuple[list[ast.AST], str]:
+        """Same-file properties (attribute read) or functions (call) that ``expr`` evaluates."""
+        if isinstance(expr, ast.Attribute):
+            defs = self.info.defs.get(expr.attr, [])
+            if defs and all(_is_property(d) for d in defs):
+                return defs, "property"
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Name, ast.Attribute)):
+            defs = self.info.defs.get(last_name(expr.func), [])
+            if defs and not any(_is_property(d) for d in defs):
+                return defs, "function"
+        return [], ""
+
+    def requires(self, expr: ast.AST, truth: bool, scope: ast.AST, depth: int = 0) -> Gate | None:
+        """Return the gate if ``expr`` evaluating to ``truth`` implies shard degree > 1, else ``None``."""
+        if depth > _MAX_DEPTH:
+            return None
+        atom = self._atom(expr, scope, depth)
+        if atom:
+            if (atom > 0) == truth:
+                text = self.ctx.text_of(expr)
+                return Gate(expr, text if atom > 0 else f"not ({text})")
+            return None
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            inner = self.requires(expr.operand, not truth, scope, depth + 1)
+            return Gate(expr, inner.text, inner.via, inner.calls_project) if inner else None
+        if isinstance(expr, ast.BoolOp):
+            found = [self.requires(v, truth, scope, depth + 1) for v in expr.values]
+            need_all = isinstance(expr.op, ast.And) != truth
+            hits = [g for g in found if g is not None]
+            if not hits or (need_all and len(hits) != len(found)):
+                return None
+            return Gate(expr, hits[0].text, hits[0].via, any(g.calls_project for g in hits))
+        if isinstance(expr, ast.Name):
+            value = self.alias_value(expr, scope)
+            if value is not None:
+                inner = self.requires(value, truth, scope, depth + 1)
+                if inner:
+                    return Gate(expr, f"{expr.id} (= {inner.text})", "alias", inner.calls_project)
+            return None
+        defs, kind = self._definitions(expr)
+        if defs:
+            inner_gates = []
+            for func in defs:
+                values = _returns(func)
+                if not values or any(v is None for v in values):
+                    return None
+                gates = [self.requires(v, truth, func, depth + 1) for v in values]
+                if any(g is None for g in gates):
+                    return None
+                inner_gates.extend(gates)
+            text = self.ctx.text_of(expr)
+            return Gate(expr, f"{text} (= {inner_gates[0].text})", kind,
+                        kind == "function" or any(g.calls_project for g in inner_gates))
+        return None
+
+    def is_pure(self, expr: ast.AST, scope: ast.AST, depth: int = 0) -> bool:
+        """True when ``expr`` is nothing but gates (so removing the whole test removes only gates)."""
+        if depth > _MAX_DEPTH:
+            return False
+        if self._atom(expr, scope, depth):
+            return True
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            return self.is_pure(expr.operand, scope, depth + 1)
+        if isinstance(expr, ast.BoolOp):
+            return all(self.is_pure(v, scope, depth + 1) for v in expr.values)
+        if isinstance(expr, ast.Name):
+            value = self.alias_value(expr, scope)
+            return value is not None and self.is_pure(value, scope, depth + 1)
+        defs, _ = self._definitions(expr)
+        if not defs:
+            return False
+        for func in defs:
+            values = _returns(func)
+            if not values or not all(v is not None and self.is_pure(v, func, depth + 1) for v in values):
+                return False
+        return True
+
+    # ------------------------------------------------------------------ reset-only regions
+    def reset_only(self, stmts: Sequence[ast.stmt]) -> bool:
+        """True when ``stmts`` hold only must-always-run calls, loops/withs of them, pass, flag sets."""
+        for stmt in stmts:
+            if isinstance(stmt, ast.Pass):
+                continue
+            if isinstance(stmt, ast.Expr) and self.is_unconditional(stmt.value):
+                continue
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and (
+                    self.is_unconditional(stmt.value) or isinstance(stmt.value, ast.Constant)):
+                continue
+            if isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse and self.reset_only(stmt.body):
+                continue
+            if isinstance(stmt, (ast.With, ast.AsyncWith)) and self.reset_only(stmt.body):
+                continue
+            return False
+        return True
+
+
+def _always_exits(stmts: Sequence[ast.stmt]) -> bool:
+    """True when a block always leaves via return/raise/continue/break (last statement decides)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, _EXITS):
+        return True
+    if isinstance(last, ast.If):
+        return _always_exits(last.body) and _always_exits(last.orelse)
+    return False
+
+
+@dataclass
+class _Context:
+    """Where a gate was found: ``kind`` is if/ifexp/and/or/comp/exit; ``node`` the construct."""
+
+    kind: str
+    node: ast.AST
+    gate: Gate
+    truth: bool
+    test: ast.AST | None = None
 
 
 class ShardGatedReset(Rule):
-    """E9502 `shard-gated-reset`."""
+    """E9502: a must-always-run FSDP step (``reset_sharded_param``, ``fully_shard``) gated on shard degree.
+
+    Input: a :class:`~hp_invariants.context.FileContext`; output: one finding per gated call, at the
+    call, with a fix where one is prescribed (see the module docstring). Never raises on valid ASTs.
+    The invariant comes from hyper-parallel issue 230 (item 2, ``TorchHSDPStateV2.lazy_init``).
+    """
 
     rule_id = "E9502"
     symbol = "shard-gated-reset"
-    summary = "shard-gated-reset"
-    msg = "%s"
+    summary = "must-always-run FSDP step (reset_sharded_param, fully_shard) skipped at shard degree 1"
+    msg = "'%s()' runs only when shard-degree gate '%s' holds; at shard degree 1 (world size 1) it is skipped"
+    description = (
+        "Used when a call that must run at every shard degree (reset_sharded_param, fully_shard) is "
+        "reached only when a shard-degree predicate holds (is_shard, world_size > 1, ...), directly, "
+        "through an alias or property, or after an early exit. At world size 1 the step is skipped: "
+        "parameters stay on the meta device and the leaf invariant is never established."
+    )
+    options = (
+        Option("unconditional-calls", "csv", DEFAULT_CALLS,
+               "Last names of calls that must run at every shard degree."),
+        Option("shard-degree-gates", "csv", DEFAULT_GATES,
+               "Names (bare or attribute, not method calls) whose truth means shard degree > 1."),
+        Option("shard-degree-quantities", "regexp_csv", DEFAULT_QUANTITIES,
+               "Regexes for shard-degree quantities; comparing one with 1 is a gate."),
+    )
+    prefilter = ()
+    needs_project = False
 
+    # ------------------------------------------------------------------ entry point
     def check(self, ctx):
-        return ()
+        """Yield a finding for every must-always-run call reached only under a shard-degree gate."""
+        calls = ctx.option(self, "unconditional-calls")
+        if not any(name in ctx.source.text for name in calls):
+            return
+        analyzer = _Analyzer(ctx, self)
+        for node in ast.walk(ctx.tree):
+            if not analyzer.is_unconditional(node):
+                continue
+            found = self._find_gate(ctx, analyzer, node)
+            if found is None:
+                continue
+            context, scope = found
+            if context.kind == "exit":
+                confidence = Confidence.CONTROL_FLOW
+            elif context.gate.via == "direct":
+                confidence = Confidence.HIGH
+            else:
+                confidence = Confidence.INFERENCE
+            fix = _build_fix(ctx, analyzer, node, context, scope)
+            yield ctx.finding(self, node, args=(last_name(node.func), context.gate.text),
+                              confidence=confidence, fix=fix)
+
+    # ------------------------------------------------------------------ gate search
+    def _find_gate(self, ctx, analyzer: _Analyzer, call: ast.Call) -> tuple[_Context, ast.AST] | None:
+        """Walk from ``call`` up to its function and return the innermost gating context."""
+        chain: list[ast.AST] = [call]
+        scope: ast.AST = ctx.tree
+        for anc in ctx.ancestors(call):
+            if isinstance(anc, _SCOPE_NODES):
+                scope = anc
+                break
+            chain.append(anc)
+        for index in range(1, len(chain)):
+            child, anc = chain[index - 1], chain[index]
+            context = self._context(analyzer, child, anc, scope)
+            if context is not None:
+                return context, scope
+        if chain[-1] is not ctx.tree and isinstance(scope, _SCOPE_NODES):
+            return self._siblings_in(analyzer, chain[-1], scope, scope)
+        return None
+
+    def _siblings_in(self, analyzer, child, parent, scope):
+        context = self._early_exit(analyzer, child, parent, scope)
+        return (context, scope) if context else None
+
+    def _context(self, analyzer: _Analyzer, child: ast.AST, anc: ast.AST, scope: ast.AST) -> _Context | None:
+        context = self._early_exit(analyzer, child, anc, scope)
+        if context is not None:
+            return context
+        if isinstance(anc, ast.If) and child is not anc.test:
+            truth = child in anc.body
+            gate = analyzer.requires(anc.test, truth, scope)
+            return _Context("if", anc, gate, truth, anc.test) if gate else None
+        if isinstance(anc, ast.IfExp) and child is not anc.test:
+            truth = child is anc.body
+            gate = analyzer.requires(anc.test, truth, scope)
+            return _Context("ifexp", anc, gate, truth, anc.test) if gate else None
+        if isinstance(anc, ast.BoolOp) and child in anc.values:
+            is_and = isinstance(anc.op, ast.And)
+            for value in anc.values[: anc.values.index(child)]:
+                gate = analyzer.requires(value, is_and, scope)
+                if gate:
+                    return _Context("and" if is_and else "or", anc, gate, is_and, value)
+            return None
+        if isinstance(anc, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and child in (
+                getattr(anc, "elt", None), getattr(anc, "key", None), getattr(anc, "value", None)):
+            for generator in anc.generators:
+                for cond in generator.ifs:
+                    gate = analyzer.requires(cond, True, scope)
+                    if gate:
+                        return _Context("comp", anc, gate, True, cond)
+        return None
+
+    def _early_exit(self, analyzer: _Analyzer, child: ast.AST, parent: ast.AST, scope: ast.AST) -> _Context | None:
+        """An ``if ...: return`` (raise/continue/break) before ``child`` in a block of ``parent``."""
+        if not isinstance(child, ast.stmt):
+            return None
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(parent, name, None)
+            if not isinstance(block, list) or child not in block:
+                continue
+            for stmt in reversed(block[: block.index(child)]):
+                if not isinstance(stmt, ast.If):
+                    continue
+                body_exits, else_exits = _always_exits(stmt.body), _always_exits(stmt.orelse)
+                if body_exits == else_exits:
+                    continue
+                gate = analyzer.requires(stmt.test, else_exits, scope)
+                if gate:
+                    return _Context("exit", stmt, gate, else_exits, stmt.test)
+        return None
+
+
+# ---------------------------------------------------------------------- fixes
+_SEP_TOKEN = re.compile(r"\s+|\\\r?\n|#[^\r\n]*")
+
+
+def _expand_parens(text: str, start: int, end: int) -> tuple[int, int]:
+    """Grow ``[start, end)`` over parentheses that enclose exactly that expression."""
+    while True:
+        before = start - 1
+        while before >= 0 and text[before] in " \t\r\n\\":
+            before -= 1
+        after = end
+        while after < len(text) and text[after] in " \t\r\n\\":
+            after += 1
+        if before >= 0 and after < len(text) and text[before] == "(" and text[after] == ")":
+            start, end = before, after + 1
+            continue
+        return start, end
+
+
+def _offsets(ctx, node: ast.AST) -> tuple[int, int]:
+    start, end = ctx.node_range(node)
+    return ctx.source.offset(*start), ctx.source.offset(*end)
+
+
+def _delete_with_keyword(ctx, region: tuple[int, int], keep: tuple[int, int], keyword: str) -> list[Edit] | None:
+    """Edits deleting ``region`` (an operand plus its ``keyword`` separator) but keeping comments.
+
+    ``keep`` is the operand span inside the region; the rest must be whitespace, continuations,
+    comments and exactly one ``keyword``. Returns ``None`` when the separator holds anything else.
+    """
+    text = ctx.source.text
+    pieces = [(region[0], keep[0]), (keep[1], region[1])]
+    keyword_at: list[int] = []
+    has_comment = False
+    for lo, hi in pieces:
+        pos = lo
+        while pos < hi:
+            match = _SEP_TOKEN.match(text, pos, hi)
+            if match:
+                has_comment = has_comment or match.group(0).startswith("#")
+                pos = match.end()
+                continue
+            if text.startswith(keyword, pos) and pos + len(keyword) <= hi:
+                keyword_at.append(pos)
+                pos += len(keyword)
+                continue
+            return None
+    if len(keyword_at) != 1:
+        return None
+    position = ctx.source.position
+    if not has_comment:
+        return [Edit(position(region[0]), position(region[1]), "")]
+    kw = keyword_at[0]
+    kw_end = kw + len(keyword)
+    while kw_end < len(text) and text[kw_end] in " \t":
+        kw_end += 1
+    return [Edit(position(keep[0]), position(keep[1]), ""), Edit(position(kw), position(kw_end), "")]
+
+
+def _drop_operand(ctx, boolop: ast.BoolOp, operand: ast.AST) -> list[Edit] | None:
+    """Edits removing ``operand`` and its ``and``/``or`` from ``boolop`` (comments kept)."""
+    values = boolop.values
+    index = values.index(operand)
+    spans = [_expand_parens(ctx.source.text, *_offsets(ctx, v)) for v in values]
+    keyword = "and" if isinstance(boolop.op, ast.And) else "or"
+    if index == 0:
+        region = (spans[0][0], spans[1][0])
+    else:
+        region = (spans[index - 1][1], spans[index][1])
+    return _delete_with_keyword(ctx, region, spans[index], keyword)
+
+
+def _header_colon(ctx, test: ast.AST) -> int | None:
+    """Offset of the ``:`` ending an ``if``/``elif`` header whose test is ``test`` (no comments)."""
+    text = ctx.source.text
+    pos = _offsets(ctx, test)[1]
+    while pos < len(text) and text[pos] in " \t)\\\r\n":
+        pos += 1
+    return pos if pos < len(text) and text[pos] == ":" else None
+
+
+def _string_interior_lines(node: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Constant, ast.JoinedStr)) and sub.end_lineno > sub.lineno:
+            if isinstance(sub, ast.JoinedStr) or isinstance(sub.value, (str, bytes)):
+                lines.update(range(sub.lineno + 1, sub.end_lineno + 1))
+    return lines
+
+
+def _unwrap_if(ctx, node: ast.If) -> list[Edit] | None:
+    """Edits removing the header of ``if gate:`` and dedenting its body (comments kept)."""
+    src = ctx.source
+    colon = _header_colon(ctx, node.test)
+    if colon is None or node.orelse:
+        return None
+    header_start = src.offset(node.lineno, 0)
+    if_line = src.line_text(node.lineno)
+    indent = if_line[: len(if_line) - len(if_line.lstrip())]
+    if len(indent) != src.char_col(node.lineno, node.col_offset):
+        return None
+    if "#" in src.text[header_start:colon]:
+        return None
+    colon_line, _ = src.position(colon)
+    first = node.body[0]
+    if first.lineno == colon_line:
+        start = src.offset(first.lineno, src.char_col(first.lineno, first.col_offset))
+        if "\n" in src.text[colon:start] or "#" in src.text[colon:start]:
+            return None
+        return [Edit(src.position(header_start), src.position(start), indent)]
+    rest = src.text[colon + 1: src.offset(colon_line + 1, 0)] if colon_line < len(src.line_starts) else ""
+    comment = rest.strip()
+    edits: list[Edit] = []
+    if comment and not comment.startswith("#"):
+        return None
+    if comment:
+        line_end = src.offset(colon_line, len(src.line_text(colon_line)))
+        edits.append(Edit(src.position(header_start), src.position(line_end), indent + comment))
+    else:
+        edits.append(Edit(src.position(header_start), (colon_line + 1, 0), ""))
+    body_line = src.line_text(first.lineno)
+    body_indent = body_line[: len(body_line) - len(body_line.lstrip())]
+    if not body_indent.startswith(indent) or len(body_indent) <= len(indent):
+        return None
+    skip = _string_interior_lines(node)
+    last_line = max(getattr(stmt, "end_lineno", stmt.lineno) for stmt in node.body)
+    for line in range(colon_line + 1, last_line + 1):
+        if line in skip:
+            continue
+        if src.line_text(line).startswith(body_indent):
+            edits.append(Edit((line, 0), (line, len(body_indent)), indent))
+    return edits
+
+
+def _elif_to_else(ctx, node: ast.If) -> list[Edit] | None:
+    """Edits turning ``elif gate:`` (the last branch) into ``else:``."""
+    src = ctx.source
+    if node.orelse or not src.line_text(node.lineno)[src.char_col(node.lineno, node.col_offset):].startswith("elif"):
+        return None
+    colon = _header_colon(ctx, node.test)
+    start = src.offset(node.lineno, src.char_col(node.lineno, node.col_offset))
+    if colon is None or "#" in src.text[start:colon]:
+        return None
+    return [Edit(src.position(start), src.position(colon), "else")]
+
+
+def _is_elif(ctx, node: ast.If) -> bool:
+    src = ctx.source
+    return src.line_text(node.lineno)[src.char_col(node.lineno, node.col_offset):].startswith("elif")
+
+
+def _side_effect_free(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) or dotted_name(node) is not None
+
+
+def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scope: ast.AST):
+    """Return the :class:`Fix` for a finding, or ``None`` when the shape is report-only."""
+    if context.kind in ("exit", "or") or not context.truth:
+        return None
+    gate, test, node = context.gate, context.test, context.node
+    edits: list[Edit] | None = None
+    contained = False
+    description = ""
+    if context.kind == "and":
+        edits = _drop_operand(ctx, node, test)
+        parent = ctx.parent(node)
+        contained = isinstance(parent, ast.Expr) and node.values[-1] is call
+        description = f"drop the shard-degree gate '{ctx.text_of(test)}'"
+    elif isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        operand = next((v for v in test.values if analyzer.requires(v, True, scope)), None)
+        if operand is None:
+            return None
+        gate = analyzer.requires(operand, True, scope)
+        edits = _drop_operand(ctx, test, operand)
+        description = f"drop the shard-degree gate '{ctx.text_of(operand)}' from the condition"
+        if context.kind == "if":
+            contained = analyzer.reset_only(node.body)
+        elif context.kind == "ifexp":
+            contained = node.body is call
+        elif context.kind == "comp":
+            contained = getattr(node, "elt", None) is call
+    elif not analyzer.is_pure(test, scope):
+        return None
+    elif context.kind == "if":
+        if _is_elif(ctx, node):
+            edits = _elif_to_else(ctx, node)
+            description = f"turn 'elif {ctx.text_of(test)}:' into 'else:'"
+        else:
+            edits = _unwrap_if(ctx, node)
+            description = f"unwrap 'if {ctx.text_of(test)}:' (dedent its body)"
+        contained = analyzer.reset_only(node.body)
+    elif context.kind == "ifexp":
+        branch = node.body
+        other = node.orelse
+        edits = [Edit(*ctx.node_range(node), ctx.text_of(branch))]
+        contained = branch is call and _side_effect_free(other)
+        description = f"replace the conditional expression by '{ctx.text_of(branch)}'"
+    elif context.kind == "comp":
+        generator = next(g for g in node.generators if test in g.ifs)
+        index = generator.ifs.index(test)
+        previous = generator.ifs[index - 1] if index else generator.iter
+        prev_end = _expand_parens(ctx.source.text, *_offsets(ctx, previous))[1]
+        span = _expand_parens(ctx.source.text, *_offsets(ctx, test))
+        edits = _delete_with_keyword(ctx, (prev_end, span[1]), span, "if")
+        contained = getattr(node, "elt", None) is call
+        description = f"remove the filter 'if {ctx.text_of(test)}'"
+    if not edits:
+        return None
+    safe = contained and not gate.calls_project
+    return ctx.make_fix(edits, description, Applicability.SAFE if safe else Applicability.UNSAFE)
