@@ -1,17 +1,719 @@
-"""E9501 `local-tensor-view-not-detached` (placeholder: the detection is being written)."""
+"""# E9501 local-tensor-view-not-detached
+
+## What it does
+Flags a store of an *autograd view* of another tensor into a DTensor's local-tensor attribute
+(`_local_tensor`, option `local-tensor-attrs`) without `.detach()`.
+
+Stores (sinks): `x._local_tensor = v`, `x._local_tensor: T = v`, tuple targets
+(`a._local_tensor, b = v, w` pairs element-wise), `setattr(x, "_local_tensor", v)` and
+`object.__setattr__(x, "_local_tensor", v)`.
+
+Views (sources):
+
+* the view methods `.narrow .view .view_as .as_strided .expand .expand_as .transpose .t .permute
+  .select .unflatten .unfold .squeeze .unsqueeze .diagonal .movedim .swapaxes .swapdims` and the
+  view attributes `.T .mT .real .imag`;
+* basic subscripting: `t[a:b]`, `t[None]`, `t[...]`, `t[:, 0]`. A lone integer index (`t[0]`) is
+  a view only when `t` is known to be a tensor (a view, a `torch.*` call, a `_local_tensor`
+  attribute), because `outputs[0]` on a list is not; an index that is a name, a list or a tensor
+  (advanced indexing copies) is never treated as a view;
+* an element of `.split .chunk .unbind .tensor_split` (`t.chunk(2)[0]`, `parts = t.split(n)` then
+  `parts[1]`, `a, b = t.split(n)`, `for a in t.unbind(0):`);
+* the function forms `torch.narrow(t, ...)`, `torch.transpose(t, ...)`, `torch.chunk(t, 2)[0]`, ...,
+  also `torch.Tensor.narrow(t, ...)`, `import torch as th` and `from torch import narrow`.
+
+Chains stay views: `t.narrow(...).view(-1)`. These calls keep whatever they receive, because they
+return `self` when there is nothing to do: `.contiguous() .to() .float() .half() .double()
+.bfloat16() .type() .cpu() .cuda()` and in-place methods such as `.requires_grad_()` or
+`.copy_()`. A view made of a view is still a view, so `t.detach().view(-1)` is flagged.
+
+The value may reach the store through local variables of the same function. The analysis follows
+statements in source order with branches joined (`if`/`else`, loops, `try`): a reassignment of the
+variable to something that is not a view (`v = v.detach()`, `v = v.clone()`, `v = torch.empty(n)`)
+ends the track. Values that are clean: a chain ending in `.detach()`, `.clone()` or `.data`.
+`v.detach_()` does *not* clean: on a view it raises `RuntimeError: Can't detach views in-place`.
+
+Confidence is `HIGH` when the view is created inside a no-grad region: `with torch.no_grad()`,
+`torch.inference_mode()` (not `inference_mode(False)`), `torch.set_grad_enabled(False)` (as a
+context manager or as a statement earlier in the same block), a function decorated with
+`@torch.no_grad()` / `@torch.inference_mode()`, or a context manager or decorator whose last name
+is in option `no-grad-contexts` (`no_grad()` after `from torch import no_grad` matches).
+`torch.enable_grad()` inside such a region switches it off again. Otherwise it is `INFERENCE`.
+Only the function that creates the view is examined: a caller's `no_grad` gives `INFERENCE`.
+
+Location: the view expression when it is written in the store statement itself
+(`x._local_tensor = t.narrow(...)` points at `t.narrow(...)`), otherwise the store statement
+(`x._local_tensor = local_view`, or the `setattr(...)` call). Either way the position is on the
+store's line, where a `# pylint: disable=local-tensor-view-not-detached` comment belongs.
+
+## Why is this bad?
+`Tensor.narrow(...)` and the other view ops return a tensor that autograd still records as a view
+of its base. In hyper-parallel's `TorchHSDPParamV2.reset_sharded_param` (hyper-parallel issue 230)
+the local shard was created with `local_tensor.narrow(...)` under `torch.no_grad()` during meta
+init and bound to `sharded_param._local_tensor`; weight loading and the mixed-precision upcast then
+wrote its base in place in grad mode. Building `torch.optim.AdamW` reads `param.is_leaf`, which for
+a DTensor is `self._local_tensor.is_leaf`, and PyTorch raised:
+
+```text
+RuntimeError: A view was created in no_grad mode and its base or another view of its base has been
+modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it
+is forbidden. ...
+```
+
+A view created in grad mode fails differently: after the in-place write to its base it is no
+longer a leaf (`is_leaf` is False), and the optimizer refuses it ("can't optimize a non-leaf
+Tensor"). `.detach()` returns a tensor sharing the storage that autograd does not link to the
+base, so the parameter stays a clean leaf. The `.detach()` had been there (hyper-parallel PR 633)
+and a refactor dropped it.
+
+## Example
+```python
+import torch
+
+
+def reset_sharded_param(self, local_tensor, length):
+    with torch.no_grad():
+        local_view = local_tensor.narrow(dim=0, start=0, length=length)
+    self.sharded_param._local_tensor = local_view
+```
+
+## Use instead
+```python
+import torch
+
+
+def reset_sharded_param(self, local_tensor, length):
+    with torch.no_grad():
+        local_view = local_tensor.narrow(dim=0, start=0, length=length).detach()
+    self.sharded_param._local_tensor = local_view
+```
+
+## Fix safety
+The fix appends `.detach()` where the view is created: at the end of the view chain
+(`t.narrow(...).view(-1)` -> `t.narrow(...).view(-1).detach()`, never `.detach().detach()`), at the
+assignment of the local variable when the view flows through one, and to the element for
+`t.chunk(2)[0]` -> `t.chunk(2)[0].detach()`. For a tuple unpacking (`a, b = t.split(n)`) or a loop
+over the pieces (`for a in t.split(n):`) there is no expression for the one element, so the fix
+inserts the line `a = a.detach()` right after the unpacking (first in the loop body), with the same
+indentation; only the variable that reaches the store changes. When the statement shares its line
+with other code the finding is reported without a fix, as is a tuple *store*
+(`a._local_tensor, b = t.split(n)`).
+
+The fix is **safe** when every view reaching the store is created in a no-grad region: there the
+view carries no `grad_fn` and `requires_grad` is False, exactly as for `.detach()`, so only the
+view link changes. Otherwise it is **unsafe**: in grad mode the view may carry gradient back to its
+base, and `.detach()` cuts that; apply it with `--unsafe-fixes` after checking that nothing wants
+gradient through `_local_tensor` (for a parameter's shard, nothing does).
+
+## Options
+* `local-tensor-attrs` (csv, default `_local_tensor`): attribute names whose stores are checked.
+  Note: the rule's text prefilter looks for `_local_tensor`; with other names, add them to a file
+  that the prefilter lets through or ask for an option-aware prefilter.
+* `no-grad-contexts` (csv, default `no_grad,inference_mode,set_grad_enabled,_no_grad`): last name
+  components of context managers and decorators that disable grad mode. `set_grad_enabled` counts
+  only with a literal `False`, `inference_mode` not with a literal `False`.
+
+## References
+* hyper-parallel issue 230 (gitcode mindspore/hyper-parallel), file 1: `fully_shard/param.py`.
+* PyTorch autograd mechanics, "In-place operations with views" and "no-grad mode":
+  <https://pytorch.org/docs/stable/notes/autograd.html>
+* `torch.Tensor.detach`: <https://pytorch.org/docs/stable/generated/torch.Tensor.detach.html>
+* Tensor views: <https://pytorch.org/docs/stable/tensor_view.html>
+"""
 
 from __future__ import annotations
 
-from hp_invariants.model import Rule
+import ast
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from hp_invariants.astutil import dotted_name, last_name
+from hp_invariants.model import Applicability, Confidence, Edit, Finding, Option, Rule
+
+# Methods returning an autograd view of their receiver (torch/_tensor_docs.py, tensor_view.html).
+VIEW_METHODS = frozenset({
+    "narrow", "view", "view_as", "as_strided", "expand", "expand_as", "transpose", "t", "permute",
+    "select", "unflatten", "unfold", "squeeze", "unsqueeze", "diagonal", "movedim", "swapaxes",
+    "swapdims",
+})
+# Attributes that are views: x.T, x.mT, x.real, x.imag.
+VIEW_ATTRS = frozenset({"T", "mT", "real", "imag"})
+# Methods returning a tuple of views; an element of the result is a view.
+SEQ_METHODS = frozenset({"split", "chunk", "unbind", "tensor_split"})
+# torch.<op>(t, ...) function forms: views, and tuples of views.
+VIEW_FUNCS = frozenset({
+    "narrow", "as_strided", "transpose", "t", "permute", "select", "unflatten", "squeeze",
+    "unsqueeze", "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "real", "imag",
+})
+SEQ_FUNCS = SEQ_METHODS
+# Calls that may return ``self`` (no conversion needed), so a view stays a view.
+PASS_METHODS = frozenset({
+    "contiguous", "to", "float", "half", "double", "bfloat16", "type", "cpu", "cuda", "npu",
+    "type_as",
+})
+CLEAN_METHODS = frozenset({"detach", "clone"})
+CLEAN_ATTRS = frozenset({"data"})
+
+SUBSCRIPT_OP = "subscript"
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where a view (or a tuple of views, ``kind == "seq"``) is created.
+
+    ``kind``: ``view`` (fix: append ``.detach()`` to ``anchor``), ``seq`` (a tuple of views, never
+    stored itself), ``unpack`` (``var`` bound by unpacking/looping over a seq in statement
+    ``anchor``; fix: insert ``var = var.detach()``), ``store`` (a tuple store of a seq element; no
+    fix). AST nodes compare by identity, so origins are equal when they name the same node.
+    """
+
+    kind: str
+    op: str
+    anchor: ast.AST
+    nograd: bool
+    var: str = ""
+
+
+_EMPTY: frozenset = frozenset()
+
+
+@dataclass
+class _Value:
+    """Origins of an expression: ``inline`` ones created in it, ``carried`` ones from variables."""
+
+    inline: frozenset = _EMPTY
+    carried: frozenset = _EMPTY
+
+    def all(self) -> frozenset:
+        return self.inline | self.carried
+
+    def has(self, kind: str) -> bool:
+        return any(o.kind == kind for o in self.all())
+
+    def union(self, other: "_Value") -> "_Value":
+        return _Value(self.inline | other.inline, self.carried | other.carried)
+
+
+@dataclass
+class _Sink:
+    """One store into a local-tensor attribute and the origins reaching it."""
+
+    node: ast.AST
+    attr: str
+    inline: set
+    carried: set
 
 
 class LocalTensorViewNotDetached(Rule):
-    """E9501 `local-tensor-view-not-detached`."""
+    """E9501: an autograd view stored into ``_local_tensor`` without ``.detach()``.
+
+    ``check(ctx)`` yields one :class:`Finding` per store reached by at least one view, with the
+    ``.detach()`` fix. The invariant comes from hyper-parallel issue 230: a DTensor parameter's
+    local tensor must be an autograd leaf, or ``param.is_leaf`` raises once the view's base is
+    written in place in grad mode.
+    """
 
     rule_id = "E9501"
     symbol = "local-tensor-view-not-detached"
-    summary = "local-tensor-view-not-detached"
-    msg = "%s"
+    summary = "An autograd view (.narrow(), slicing, ...) is bound to a DTensor's _local_tensor without .detach()"
+    msg = ("'%s' view bound to '%s' without .detach(): the tensor stays an autograd view of its base, "
+           "so is_leaf raises or turns False once the base is written in place in grad mode")
+    description = (
+        "Used when a view of another tensor (narrow, view, transpose, slicing, an element of split/"
+        "chunk, ...) is stored into a DTensor's local-tensor attribute (default _local_tensor) "
+        "directly or through local variables, without .detach(). A view created under no_grad makes "
+        "param.is_leaf raise 'A view was created in no_grad mode and its base or another view of its "
+        "base has been modified inplace with grad mode enabled' when the optimizer is built."
+    )
+    options = (
+        Option("local-tensor-attrs", "csv", ("_local_tensor",),
+               "Attribute names whose stores must not receive an autograd view."),
+        Option("no-grad-contexts", "csv", ("no_grad", "inference_mode", "set_grad_enabled", "_no_grad"),
+               "Last name components of context managers/decorators that disable grad mode."),
+    )
+    prefilter = ("_local_tensor",)
+    needs_project = False
 
-    def check(self, ctx):
-        return ()
+    def check(self, ctx) -> Iterator[Finding]:
+        """Yield the findings of ``ctx``'s file (see the module docstring for the shapes)."""
+        attrs = frozenset(ctx.option(self, "local-tensor-attrs"))
+        nograd_names = frozenset(ctx.option(self, "no-grad-contexts"))
+        stores = _scopes_with_stores(ctx.tree, attrs)
+        if not stores:
+            return
+        torch_aliases, imported, modules = _torch_imports(ctx.tree)
+        scopes: list[tuple[list[ast.stmt], bool]] = []
+        for scope in stores:
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                decorated = any(_is_nograd_ctx(d, nograd_names) is True for d in scope.decorator_list)
+                scopes.append((scope.body, decorated))
+            else:
+                scopes.append((scope.body, False))
+        for body, nograd in scopes:
+            walker = _Walker(attrs, nograd_names, torch_aliases, imported, modules)
+            walker.block(body, {}, nograd)
+            for sink in sorted(walker.sinks.values(), key=lambda s: (s.node.lineno, s.node.col_offset)):
+                finding = self._finding(ctx, sink)
+                if finding is not None:
+                    yield finding
+
+    # ------------------------------------------------------------------ findings and fixes
+    def _finding(self, ctx, sink: _Sink) -> Finding | None:
+        origins = [o for o in sink.inline | sink.carried if o.kind in ("view", "unpack", "store")]
+        if not origins:
+            return None
+        origins.sort(key=lambda o: (o.anchor.lineno, o.anchor.col_offset, o.kind, o.var))
+        inline = [o for o in origins if o in sink.inline]
+        location = inline[0].anchor if inline and len(inline) == len(origins) and inline[0].kind == "view" else sink.node
+        nograd = [o.nograd for o in origins]
+        confidence = Confidence.HIGH if any(nograd) else Confidence.INFERENCE
+        edits: list[Edit] = []
+        complete = True
+        for origin in origins:
+            edit = _edit_for(ctx, origin)
+            if edit is None:
+                complete = False
+            elif edit not in edits:
+                edits.append(edit)
+        fix = None
+        if complete and edits:
+            applicability = Applicability.SAFE if all(nograd) else Applicability.UNSAFE
+            fix = ctx.make_fix(edits, "Append .detach() where the view is created", applicability)
+        return ctx.finding(self, location, args=(origins[0].op, sink.attr), confidence=confidence, fix=fix)
+
+
+def _edit_for(ctx, origin: _Origin) -> Edit | None:
+    """Return the edit that detaches ``origin`` where it is created, or ``None`` (report only)."""
+    if origin.kind == "view":
+        _, end = ctx.node_range(origin.anchor)
+        return Edit(end, end, ".detach()")
+    if origin.kind != "unpack":
+        return None
+    src = ctx.source
+    stmt = origin.anchor
+    text = f"{origin.var} = {origin.var}.detach()"
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        first = stmt.body[0]
+        line = src.line_text(first.lineno)
+        col = src.char_col(first.lineno, first.col_offset)
+        if first.lineno == stmt.lineno or line[:col].strip():
+            return None
+        return Edit((first.lineno, 0), (first.lineno, 0), line[:col] + text + src.newline())
+    (line_no, col), (end_line, end_col) = ctx.node_range(stmt)
+    first_line = src.line_text(line_no)
+    rest = src.line_text(end_line)[end_col:].strip()
+    if first_line[:col].strip() or (rest and not rest.startswith("#")):
+        return None
+    indent = first_line[:col]
+    if end_line >= len(src.line_starts) and not src.text.endswith(("\n", "\r")):
+        end = (end_line, len(src.line_text(end_line)))
+        return Edit(end, end, src.newline() + indent + text)
+    return Edit((end_line + 1, 0), (end_line + 1, 0), indent + text + src.newline())
+
+
+# ---------------------------------------------------------------------- helpers
+def _torch_imports(tree: ast.Module) -> tuple[frozenset, dict, frozenset]:
+    """Return the names bound to torch, the view functions imported from torch, and all imported names.
+
+    Imported names are modules or functions, never tensors: ``F.unfold(x)`` or ``np.split(a)`` are
+    not method calls on a tensor.
+    """
+    aliases = {"torch"}
+    imported: dict[str, str] = {}
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound.add(alias.asname or alias.name.split(".")[0])
+                if alias.name == "torch" and alias.asname:
+                    aliases.add(alias.asname)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                bound.add(alias.asname or alias.name)
+            if node.module == "torch" and not node.level:
+                for alias in node.names:
+                    if alias.name in VIEW_FUNCS or alias.name in SEQ_FUNCS:
+                        imported[alias.asname or alias.name] = alias.name
+    return frozenset(aliases), imported, frozenset(bound - set(imported))
+
+
+def _const_bool(node: ast.AST | None) -> bool | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def _is_nograd_ctx(expr: ast.AST, names: frozenset) -> bool | None:
+    """True if ``expr`` (a with item or decorator) disables grad, False if it enables it, else None."""
+    call = expr if isinstance(expr, ast.Call) else None
+    func = call.func if call else expr
+    name = last_name(func)
+    if name is None:
+        return None
+    if name == "enable_grad":
+        return False
+    if name not in names:
+        return None
+    first = None
+    if call is not None:
+        if call.args:
+            first = call.args[0]
+        else:
+            first = next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if name == "set_grad_enabled":
+        value = _const_bool(first)
+        return None if value is None else not value
+    if name == "inference_mode" and _const_bool(first) is False:
+        return False
+    return True
+
+
+def _index_kind(index: ast.AST) -> str | None:
+    """Classify a subscript index: ``view`` (basic, always a view), ``int`` (a view on a tensor) or None."""
+    if isinstance(index, ast.Slice):
+        return "view"
+    if isinstance(index, ast.Constant):
+        if index.value is None or index.value is Ellipsis:
+            return "view"
+        if isinstance(index.value, int) and not isinstance(index.value, bool):
+            return "int"
+        return None
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        return "int" if _index_kind(index.operand) == "int" else None
+    if isinstance(index, ast.Tuple) and index.elts:
+        kinds = [_index_kind(e) for e in index.elts]
+        if None in kinds:
+            return None
+        return "view" if "view" in kinds else "int"
+    return None
+
+
+def _names_in_target(target: ast.AST) -> Iterator[str]:
+    for node in ast.walk(target):
+        if isinstance(node, ast.Name):
+            yield node.id
+
+
+class _Walker:
+    """Follow one scope's statements in source order, tracking which locals hold views.
+
+    ``state`` maps a local name to the frozenset of origins it may hold; ``None`` is an unreachable
+    path (after ``return``/``raise``). Stores found on the way are collected in ``sinks``.
+    """
+
+    def __init__(self, attrs: frozenset, nograd_names: frozenset, torch_aliases: frozenset, imported: dict,
+                 modules: frozenset = frozenset()):
+        self.attrs = attrs
+        self.modules = modules | torch_aliases
+        self.nograd_names = nograd_names
+        self.torch_aliases = torch_aliases
+        self.imported = imported
+        self.sinks: dict[tuple[int, str], _Sink] = {}
+
+    # ------------------------------------------------------------------ statements
+    def block(self, stmts: Iterable[ast.stmt], state: dict | None, nograd: bool) -> dict | None:
+        for stmt in stmts:
+            if state is None:
+                return None
+            state = self.stmt(stmt, state, nograd)
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                mode = _is_nograd_ctx(stmt.value, self.nograd_names)
+                if last_name(stmt.value.func) == "set_grad_enabled" and mode is not None:
+                    nograd = mode
+        return state
+
+    def stmt(self, stmt: ast.stmt, state: dict, nograd: bool) -> dict | None:
+        for expr in _header_exprs(stmt):
+            self.scan_setattr(expr, state, nograd)
+        if isinstance(stmt, ast.Assign):
+            value = self.ev(stmt.value, state, nograd)
+            new = dict(state)
+            for target in stmt.targets:
+                self.bind(target, stmt.value, value, stmt, state, new, nograd)
+            return new
+        if isinstance(stmt, ast.AnnAssign):
+            new = dict(state)
+            if stmt.value is not None:
+                self.bind(stmt.target, stmt.value, self.ev(stmt.value, state, nograd), stmt, state, new, nograd)
+            return new
+        if isinstance(stmt, (ast.Return, ast.Raise)):
+            return None
+        if isinstance(stmt, ast.If):
+            return _join(self.block(stmt.body, dict(state), nograd), self.block(stmt.orelse, dict(state), nograd))
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            iterated = self.ev(stmt.iter, state, nograd)
+            seq_ops = [o.op for o in iterated.all() if o.kind == "seq"]
+
+            def enter(entry: dict) -> dict:
+                new = dict(entry)
+                for name in _names_in_target(stmt.target):
+                    new.pop(name, None)
+                if seq_ops and isinstance(stmt.target, ast.Name):
+                    new[stmt.target.id] = frozenset({_Origin("unpack", seq_ops[0], stmt, nograd, stmt.target.id)})
+                return new
+
+            first = self.block(stmt.body, enter(state), nograd)
+            looped = _join(state, first)
+            if looped != state:  # a view carried into the next iteration: one more pass
+                looped = _join(looped, self.block(stmt.body, enter(looped), nograd))
+            return self.block(stmt.orelse, looped, nograd)
+        if isinstance(stmt, ast.While):
+            first = self.block(stmt.body, dict(state), nograd)
+            looped = _join(state, first)
+            if looped != state:
+                looped = _join(looped, self.block(stmt.body, dict(looped), nograd))
+            return self.block(stmt.orelse, looped, nograd)
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            inner = nograd
+            new = dict(state)
+            for item in stmt.items:
+                mode = _is_nograd_ctx(item.context_expr, self.nograd_names)
+                if mode is not None:
+                    inner = mode
+                if item.optional_vars is not None:
+                    for name in _names_in_target(item.optional_vars):
+                        new.pop(name, None)
+            return self.block(stmt.body, new, inner)
+        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            body = self.block(stmt.body, dict(state), nograd)
+            entry = _join(state, body)
+            outs = [self.block(stmt.orelse, body, nograd) if body is not None else None]
+            for handler in stmt.handlers:
+                start = dict(entry) if entry is not None else None
+                if start is not None and handler.name:
+                    start.pop(handler.name, None)
+                outs.append(self.block(handler.body, start, nograd))
+            merged = None
+            for out in outs:
+                merged = _join(merged, out)
+            if stmt.finalbody:
+                final = self.block(stmt.finalbody, dict(_join(entry, merged) or {}), nograd)
+                return final if merged is not None else None
+            return merged
+        if isinstance(stmt, ast.Match):
+            merged = dict(state)
+            for case in stmt.cases:
+                merged = _join(merged, self.block(case.body, dict(state), nograd))
+            return merged
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            new = dict(state)
+            new.pop(stmt.name, None)
+            return new
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            new = dict(state)
+            for alias in stmt.names:
+                new.pop((alias.asname or alias.name).split(".")[0], None)
+            return new
+        if isinstance(stmt, ast.Delete):
+            new = dict(state)
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    new.pop(target.id, None)
+            return new
+        if isinstance(stmt, ast.Expr):
+            self.ev(stmt.value, state, nograd)  # walrus bindings are not tracked further
+        return state
+
+    def bind(self, target, value_node, value: _Value, stmt, state: dict, new: dict, nograd: bool) -> None:
+        """Assign ``value`` (of ``value_node``) to ``target``: update locals in ``new``, record stores."""
+        if isinstance(target, ast.Name):
+            kept = frozenset(o for o in value.all() if o.kind in ("view", "seq", "unpack"))
+            if kept:
+                new[target.id] = kept
+            else:
+                new.pop(target.id, None)
+        elif isinstance(target, ast.Attribute):
+            if target.attr in self.attrs:
+                self.record(stmt, target.attr, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            starred = any(isinstance(e, ast.Starred) for e in target.elts)
+            if (isinstance(value_node, (ast.Tuple, ast.List)) and not starred
+                    and len(value_node.elts) == len(target.elts)
+                    and not any(isinstance(e, ast.Starred) for e in value_node.elts)):
+                for sub_target, sub_value in zip(target.elts, value_node.elts):
+                    self.bind(sub_target, sub_value, self.ev(sub_value, state, nograd), stmt, state, new, nograd)
+                return
+            seq_ops = [o.op for o in value.all() if o.kind == "seq"]
+            for element in target.elts:
+                if isinstance(element, ast.Name):
+                    if seq_ops:
+                        new[element.id] = frozenset({_Origin("unpack", seq_ops[0], stmt, nograd, element.id)})
+                    else:
+                        new.pop(element.id, None)
+                elif isinstance(element, ast.Attribute) and element.attr in self.attrs and seq_ops:
+                    self.record(stmt, element.attr, _Value(inline=frozenset({_Origin("store", seq_ops[0], stmt, nograd)})))
+                else:
+                    for name in _names_in_target(element):
+                        new.pop(name, None)
+
+    def record(self, node: ast.AST, attr: str, value: _Value) -> None:
+        key = (id(node), attr)
+        sink = self.sinks.setdefault(key, _Sink(node, attr, set(), set()))
+        sink.inline.update(value.inline)
+        sink.carried.update(value.carried)
+
+    def scan_setattr(self, expr: ast.AST, state: dict, nograd: bool) -> None:
+        """Record ``setattr(x, "<attr>", v)`` / ``object.__setattr__(x, "<attr>", v)`` stores in ``expr``."""
+        for node in ast.walk(expr):
+            if not (isinstance(node, ast.Call) and len(node.args) == 3 and not node.keywords):
+                continue
+            name = dotted_name(node.func)
+            if name not in ("setattr", "object.__setattr__"):
+                continue
+            attr = node.args[1]
+            if isinstance(attr, ast.Constant) and attr.value in self.attrs:
+                self.record(node, attr.value, self.ev(node.args[2], state, nograd))
+
+    # ------------------------------------------------------------------ expressions
+    def ev(self, expr: ast.AST, state: dict, nograd: bool) -> _Value:
+        """Return the view origins of ``expr`` given the locals in ``state``."""
+        if isinstance(expr, ast.Name):
+            return _Value(carried=state.get(expr.id, _EMPTY))
+        if isinstance(expr, ast.IfExp):
+            return self.ev(expr.body, state, nograd).union(self.ev(expr.orelse, state, nograd))
+        if isinstance(expr, ast.BoolOp):
+            result = _Value()
+            for operand in expr.values:
+                result = result.union(self.ev(operand, state, nograd))
+            return result
+        if isinstance(expr, ast.NamedExpr):
+            return self.ev(expr.value, state, nograd)
+        if isinstance(expr, ast.Attribute):
+            if expr.attr in CLEAN_ATTRS:
+                return _Value()
+            if expr.attr in VIEW_ATTRS:
+                return self.view(expr, expr.attr, self.ev(expr.value, state, nograd), nograd)
+            return _Value()
+        if isinstance(expr, ast.Call):
+            return self.ev_call(expr, state, nograd)
+        if isinstance(expr, ast.Subscript):
+            return self.ev_subscript(expr, state, nograd)
+        return _Value()
+
+    def ev_call(self, call: ast.Call, state: dict, nograd: bool) -> _Value:
+        func = call.func
+        name = dotted_name(func)
+        function_op = None
+        if name is not None:
+            parts = name.split(".")
+            if parts[0] in self.torch_aliases and len(parts) in (2, 3) and (len(parts) == 2 or parts[1] == "Tensor"):
+                function_op = parts[-1]
+            elif len(parts) == 1 and name in self.imported:
+                function_op = self.imported[name]
+        if function_op is not None:
+            if not call.args or isinstance(call.args[0], ast.Starred):
+                return _Value()
+            receiver = self.ev(call.args[0], state, nograd)
+            if function_op in VIEW_FUNCS or (len(name.split(".")) == 3 and function_op in VIEW_METHODS):
+                return self.view(call, function_op, receiver, nograd)
+            if function_op in SEQ_FUNCS:
+                return _Value(inline=frozenset({_Origin("seq", function_op, call, nograd)}))
+            if function_op in PASS_METHODS:
+                return self.passthrough(call, receiver)
+            return _Value()
+        if not isinstance(func, ast.Attribute):
+            return _Value()
+        receiver_name = dotted_name(func.value)
+        if receiver_name is not None and receiver_name.split(".")[0] in self.modules:
+            return _Value()  # a module function (F.unfold, np.split), not a tensor method
+        method = func.attr
+        if method in CLEAN_METHODS:
+            return _Value()
+        if method in VIEW_METHODS:
+            return self.view(call, method, self.ev(func.value, state, nograd), nograd)
+        if method in SEQ_METHODS:
+            return _Value(inline=frozenset({_Origin("seq", method, call, nograd)}))
+        if method in PASS_METHODS or (method.endswith("_") and not method.startswith("_") and method != "detach_"):
+            return self.passthrough(call, self.ev(func.value, state, nograd))
+        return _Value()
+
+    def ev_subscript(self, expr: ast.Subscript, state: dict, nograd: bool) -> _Value:
+        receiver = self.ev(expr.value, state, nograd)
+        seqs = [o for o in receiver.all() if o.kind == "seq"]
+        if seqs:
+            if isinstance(expr.slice, ast.Slice):
+                return _Value(inline=frozenset({_Origin("seq", seqs[0].op, expr, nograd)}))
+            return _Value(inline=frozenset({_Origin("view", seqs[0].op, expr, nograd)}))
+        kind = _index_kind(expr.slice)
+        if kind == "view" or (kind == "int" and self.is_tensor(expr.value, receiver)):
+            return self.view(expr, SUBSCRIPT_OP, receiver, nograd)
+        return _Value()
+
+    def is_tensor(self, node: ast.AST, value: _Value) -> bool:
+        """Evidence that ``node`` is a tensor (so an integer index is a view, not a list item)."""
+        if value.has("view") or value.has("unpack"):
+            return True
+        if isinstance(node, ast.Attribute) and (node.attr in self.attrs or node.attr in CLEAN_ATTRS):
+            return True
+        if isinstance(node, ast.Call):
+            name = dotted_name(node.func)
+            if name and name.split(".")[0] in self.torch_aliases:
+                return True
+            if isinstance(node.func, ast.Attribute) and node.func.attr in CLEAN_METHODS | PASS_METHODS:
+                return True
+        return False
+
+    @staticmethod
+    def view(node: ast.AST, op: str, receiver: _Value, nograd: bool) -> _Value:
+        """A new view made at ``node``; a chain keeps the innermost view op's name, anchored outermost."""
+        inner = sorted((o for o in receiver.inline if o.kind == "view"),
+                       key=lambda o: (o.anchor.lineno, o.anchor.col_offset))
+        if inner:
+            op, nograd = inner[0].op, inner[0].nograd
+        return _Value(inline=frozenset({_Origin("view", op, node, nograd)}))
+
+    @staticmethod
+    def passthrough(node: ast.AST, receiver: _Value) -> _Value:
+        """``node`` may return its receiver: views made in this expression are re-anchored at it."""
+        inline = frozenset(
+            _Origin(o.kind, o.op, node, o.nograd, o.var) if o.kind == "view" else o for o in receiver.inline
+        )
+        return _Value(inline=inline, carried=receiver.carried)
+
+
+def _scopes_with_stores(tree: ast.Module, attrs: frozenset) -> list[ast.AST]:
+    """Return the scopes (module, functions, classes) whose own body stores into one of ``attrs``.
+
+    Only these are analysed, which keeps the rule cheap on files that merely read ``_local_tensor``.
+    """
+    found: dict[int, ast.AST] = {}
+    stack: list[tuple[ast.AST, ast.AST]] = [(tree, tree)]
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in attrs:
+            found.setdefault(id(scope), scope)
+        elif (isinstance(node, ast.Call) and len(node.args) == 3 and isinstance(node.args[1], ast.Constant)
+              and node.args[1].value in attrs):
+            found.setdefault(id(scope), scope)
+        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else scope
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return sorted(found.values(), key=lambda n: getattr(n, "lineno", 0))
+
+
+def _header_exprs(stmt: ast.stmt) -> list[ast.AST]:
+    """The expressions a statement evaluates itself (not those of nested statement bodies)."""
+    if isinstance(stmt, (ast.If, ast.While)):
+        return [stmt.test]
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [stmt.iter]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [item.context_expr for item in stmt.items]
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return []
+    if isinstance(stmt, ast.Match):
+        return [stmt.subject]
+    if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        return []
+    return [stmt]
+
+
+def _join(left: dict | None, right: dict | None) -> dict | None:
+    """Merge the states of two paths (``None`` = unreachable)."""
+    if left is None:
+        return None if right is None else dict(right)
+    if right is None:
+        return dict(left)
+    merged = dict(left)
+    for name, origins in right.items():
+        merged[name] = merged.get(name, _EMPTY) | origins
+    return merged
