@@ -429,14 +429,21 @@ class _Analyzer:
             if isinstance(stmt, ast.Expr) and self.is_unconditional(stmt.value):
                 continue
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and (
-                    self.is_unconditional(stmt.value) or isinstance(stmt.value, ast.Constant)):
+                    self.is_unconditional(stmt.value) or _is_flag(stmt.value)):
                 continue
             if isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse and self.reset_only(stmt.body):
                 continue
             if isinstance(stmt, (ast.With, ast.AsyncWith)) and self.reset_only(stmt.body):
                 continue
+            if isinstance(stmt, ast.If) and not stmt.orelse and self.reset_only(stmt.body):
+                continue
             return False
         return True
+
+
+def _is_flag(node: ast.AST) -> bool:
+    """True for a flag value: ``True``, ``False``, ``None`` or a number."""
+    return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (bool, int, float)))
 
 
 def _always_exits(stmts: Sequence[ast.stmt]) -> bool:
@@ -743,7 +750,7 @@ def _side_effect_free(node: ast.AST) -> bool:
 
 def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scope: ast.AST):
     """Return the :class:`Fix` for a finding, or ``None`` when the shape is report-only."""
-    if context.kind in ("exit", "or") or not context.truth:
+    if context.kind in ("exit", "or") or not (context.truth or context.kind == "ifexp"):
         return None
     gate, test, node = context.gate, context.test, context.node
     edits: list[Edit] | None = None
@@ -754,7 +761,7 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
         parent = ctx.parent(node)
         contained = isinstance(parent, ast.Expr) and node.values[-1] is call
         description = f"drop the shard-degree gate '{ctx.text_of(test)}'"
-    elif isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+    elif isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and context.truth:
         operand = next((v for v in test.values if analyzer.requires(v, True, scope)), None)
         if operand is None:
             return None
@@ -778,8 +785,7 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
             description = f"unwrap 'if {ctx.text_of(test)}:' (dedent its body)"
         contained = analyzer.reset_only(node.body)
     elif context.kind == "ifexp":
-        branch = node.body
-        other = node.orelse
+        branch, other = (node.body, node.orelse) if context.truth else (node.orelse, node.body)
         edits = [Edit(*ctx.node_range(node), ctx.text_of(branch))]
         contained = branch is call and _side_effect_free(other)
         description = f"replace the conditional expression by '{ctx.text_of(branch)}'"
