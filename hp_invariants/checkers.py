@@ -14,6 +14,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from pylint.checkers import BaseRawFileChecker
+from pylint.constants import WarningScope
 from pylint.interfaces import CONTROL_FLOW, HIGH, INFERENCE, UNDEFINED
 
 from hp_invariants import engine, suppressions
@@ -52,13 +53,14 @@ class HpInvariantsChecker(BaseRawFileChecker):
 
     name = "hp-invariants"
     msgs = {
-        rule.rule_id: (rule.msg, rule.symbol, rule.description or rule.summary)
+        rule.rule_id: (rule.msg, rule.symbol, rule.description or rule.summary, {"scope": WarningScope.NODE})
         for rule in RULES
     }
     msgs["F9500"] = (
         "hp-invariants could not analyse this module: %s",
         "hp-invariants-internal-error",
         "The hp-invariants analysis raised an unexpected error on this module; please report it.",
+        {"scope": WarningScope.NODE},
     )
     options = tuple(_pylint_option(opt) for rule in RULES for opt in rule.options)
 
@@ -103,7 +105,7 @@ class HpInvariantsChecker(BaseRawFileChecker):
                 project=lambda: self._project.index_for(node.file), use_prefilter=False,
             )
         except Exception as exc:  # noqa: BLE001 - report, never crash pylint
-            self.add_message("F9500", line=1, args=(f"{type(exc).__name__}: {exc}",))
+            self.add_message("F9500", line=1, node=node, args=(f"{type(exc).__name__}: {exc}",))
             return
         if findings and "noqa" in source.text.lower():
             noqa = [s for s in suppressions.parse_suppressions(source.text, tree) if s.kind == "noqa"]
@@ -112,12 +114,24 @@ class HpInvariantsChecker(BaseRawFileChecker):
             self.add_message(
                 finding.rule_id,
                 line=finding.line,
+                node=_scope_at(node, finding.line),
                 args=finding.args or None,
                 confidence=_CONFIDENCE[finding.confidence],
                 col_offset=finding.col,
                 end_lineno=finding.end_line,
                 end_col_offset=finding.end_col,
             )
+
+
+def _scope_at(module: "nodes.Module", line: int) -> "nodes.NodeNG":
+    """Return the innermost function or class of ``module`` spanning ``line`` (pylint's ``obj``)."""
+    from astroid import nodes as astroid_nodes
+
+    best: "nodes.NodeNG" = module
+    for scope in module.nodes_of_class((astroid_nodes.FunctionDef, astroid_nodes.ClassDef)):
+        if scope.fromlineno <= line <= (scope.tolineno or scope.fromlineno) and scope.fromlineno >= best.fromlineno:
+            best = scope
+    return best
 
 
 def register(linter: "PyLinter") -> None:

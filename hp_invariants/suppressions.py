@@ -2,8 +2,8 @@
 
 Semantics follow pylint and flake8:
 
-* a trailing ``# pylint: disable=X`` covers its line, or the whole statement when the line opens a
-  compound statement (``def``, ``class``, ``if`` ...);
+* a trailing ``# pylint: disable=X`` covers its line only (what pylint does for these messages,
+  even on a ``def`` or ``if`` line: tested against pylint in ``tests/test_suppressions.py``);
 * a ``# pylint: disable=X`` on a line of its own covers the rest of the enclosing block (until a
   code line indented less than the comment), or up to a matching ``# pylint: enable=X``;
 * ``# pylint: disable-next=X`` covers the next code line;
@@ -50,20 +50,9 @@ class Suppression:
         return self.code in ("all", "*", finding.rule_id, finding.symbol)
 
 
-def _compound_ranges(tree: ast.AST | None) -> dict[int, int]:
-    ranges: dict[int, int] = {}
-    if tree is None:
-        return ranges
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and hasattr(node, "body"):
-            ranges.setdefault(node.lineno, node.end_lineno or node.lineno)
-    return ranges
-
-
 def parse_suppressions(text: str, tree: ast.AST | None = None) -> list[Suppression]:
-    """Return the suppressions found in the comments of ``text``."""
+    """Return the suppressions found in the comments of ``text`` (``tree`` is unused, kept for callers)."""
     lines = text.splitlines()
-    compound = _compound_ranges(tree)
     result: list[Suppression] = []
     open_regions: dict[str, Suppression] = {}
     try:
@@ -95,7 +84,7 @@ def parse_suppressions(text: str, tree: ast.AST | None = None) -> list[Suppressi
                     open_regions[code] = sup
                     result.append(sup)
                 else:
-                    result.append(Suppression(line, col, code, line, compound.get(line, line), "pylint"))
+                    result.append(Suppression(line, col, code, line, line, "pylint"))
         noqa = _NOQA.search(tok.string)
         if noqa:
             codes_text = noqa.group("codes")

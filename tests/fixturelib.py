@@ -83,3 +83,14 @@ def codemod_cases() -> list[CodemodCase]:
             unsafe = before.with_name(f"{stem}.unsafe.out.py")
             cases.append(CodemodCase(f"{rule}/{stem}", rule, before, after, unsafe if unsafe.exists() else None))
     return cases
+
+
+def blocked_torch_env(tmp_path: Path) -> dict[str, str]:
+    """An environment in which ``import torch`` fails, as in a codecheck job without torch."""
+    blocker = tmp_path / "block"
+    (blocker / "torch").mkdir(parents=True, exist_ok=True)
+    (blocker / "torch" / "__init__.py").write_text("raise ImportError('torch is not installed here')\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(blocker), env.get("PYTHONPATH", "")])
+    env["HP_INVARIANTS_CACHE_DIR"] = str(tmp_path / "cache")
+    return env

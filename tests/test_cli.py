@@ -170,20 +170,37 @@ def test_syntax_error_file_among_good_files(project: Path):
 @pytest.mark.parametrize("comment", [
     "# pylint: disable=shard-gated-reset",
     "# pylint: disable=E9502",
-    "# noqa: E9502",
-    "# noqa: shard-gated-reset",
-    "# noqa",
 ])
-def test_trailing_suppressions(tmp_path: Path, comment: str):
+def test_trailing_pylint_disable_covers_its_line_only_as_in_pylint(tmp_path: Path, comment: str):
     (tmp_path / "pyproject.toml").write_text("")
     text = GATED.replace("not self._done:", f"not self._done:  {comment}")
+    (tmp_path / "m.py").write_text(text)
+    assert run_cli("check", str(tmp_path / "m.py"))[0] == 1
+
+
+@pytest.mark.parametrize("comment", [
+    "# pylint: disable=shard-gated-reset",
+    "# noqa: E9502",
+    "# noqa: shard-gated-reset",
+    "# NOQA:E9502,E9501",
+    "# noqa",
+])
+def test_trailing_suppression_on_the_finding_line(tmp_path: Path, comment: str):
+    (tmp_path / "pyproject.toml").write_text("")
+    text = GATED.replace("p.reset_sharded_param()", f"p.reset_sharded_param()  {comment}")
     (tmp_path / "m.py").write_text(text)
     assert run_cli("check", str(tmp_path / "m.py"))[:2] == (0, "")
 
 
+def test_noqa_on_another_line_does_not_silence(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "m.py").write_text(GATED.replace("not self._done:", "not self._done:  # noqa: E9502"))
+    assert run_cli("check", str(tmp_path / "m.py"))[0] == 1
+
+
 def test_suppression_of_other_rule_does_not_silence(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "m.py").write_text(GATED.replace("not self._done:", "not self._done:  # noqa: E9501"))
+    (tmp_path / "m.py").write_text(GATED.replace("p.reset_sharded_param()", "p.reset_sharded_param()  # noqa: E9501"))
     assert run_cli("check", str(tmp_path / "m.py"))[0] == 1
 
 
@@ -200,7 +217,7 @@ def test_block_suppression_and_enable(tmp_path: Path):
 
 def test_disable_next(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("")
-    text = GATED.replace("        if self.is_shard", "        # pylint: disable-next=E9502\n        if self.is_shard")
+    text = GATED.replace("                p.reset", "                # pylint: disable-next=E9502\n                p.reset")
     (tmp_path / "m.py").write_text(text)
     assert run_cli("check", str(tmp_path / "m.py"))[0] == 0
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fixturelib import FIXTURES, checker_cases, codemod_cases
+from fixturelib import FIXTURES, blocked_torch_env, checker_cases, codemod_cases
 from hp_invariants import engine, fixer
 from hp_invariants.cli import main
 from hp_invariants.registry import RULES, get_rule
@@ -47,19 +47,8 @@ def test_cli_reports_exactly_the_expected_findings(case):
     assert code == (1 if case.expected else 0)
 
 
-def _blocked_torch_env(tmp_path: Path) -> dict[str, str]:
-    """An environment in which ``import torch`` fails, as in a codecheck job without torch."""
-    blocker = tmp_path / "block"
-    (blocker / "torch").mkdir(parents=True)
-    (blocker / "torch" / "__init__.py").write_text("raise ImportError('torch is not installed here')\n")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(blocker), env.get("PYTHONPATH", "")])
-    env["HP_INVARIANTS_CACHE_DIR"] = str(tmp_path / "cache")
-    return env
-
-
 def test_pylint_plugin_reports_the_same_findings_without_torch(tmp_path):
-    env = _blocked_torch_env(tmp_path)
+    env = blocked_torch_env(tmp_path)
     probe = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True)
     assert probe.returncode != 0 and "torch is not installed here" in probe.stderr
     files = sorted({str(p) for case in CHECKER for p in case.files})

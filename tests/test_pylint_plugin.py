@@ -1,0 +1,65 @@
+"""The pylint plugin ``hp_invariants.checkers``: options, disables, confidence, torch absent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from test_cli import GATED
+from fixturelib import blocked_torch_env
+
+
+def _pylint(tmp_path: Path, *args: str) -> tuple[int, list[dict]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pylint", "--load-plugins=hp_invariants.checkers", "--disable=all",
+         "--enable=E9501,E9502,E9503,E9504", "--output-format=json", "--score=n", "--persistent=n", *args],
+        capture_output=True, text=True, cwd=tmp_path, env=blocked_torch_env(tmp_path),
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout or "[]")
+
+
+def test_message_fields_and_confidence(tmp_path: Path):
+    (tmp_path / "m.py").write_text(GATED)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pylint", "--load-plugins=hp_invariants.checkers", "--disable=all",
+         "--enable=E9502", "--output-format=json2", "--persistent=n", "m.py"],
+        capture_output=True, text=True, cwd=tmp_path, env=blocked_torch_env(tmp_path),
+    )
+    assert proc.returncode & 2  # pylint's bit for an error message
+    (msg,) = json.loads(proc.stdout)["messages"]
+    assert (msg["messageId"], msg["symbol"], msg["line"]) == ("E9502", "shard-gated-reset", 5)
+    assert msg["obj"] == "State.lazy_init"
+    assert "reset_sharded_param" in msg["message"]
+    assert msg["confidence"] in {"HIGH", "INFERENCE", "CONTROL_FLOW"}
+
+
+def test_pylint_disable_and_noqa(tmp_path: Path):
+    (tmp_path / "a.py").write_text(GATED.replace("p.reset_sharded_param()", "p.reset_sharded_param()  # pylint: disable=E9502"))
+    (tmp_path / "b.py").write_text(GATED.replace("p.reset_sharded_param()", "p.reset_sharded_param()  # noqa: E9502"))
+    code, messages = _pylint(tmp_path, "a.py", "b.py")
+    assert (code, messages) == (0, [])
+
+
+def test_options_from_pylintrc_and_pyproject(tmp_path: Path):
+    (tmp_path / "m.py").write_text(GATED.replace("reset_sharded_param", "materialize"))
+    assert _pylint(tmp_path, "m.py")[1] == []
+    (tmp_path / "pylintrc").write_text("[HP-INVARIANTS]\nunconditional-calls=materialize,reset_sharded_param\n")
+    code, messages = _pylint(tmp_path, "--rcfile=pylintrc", "m.py")
+    assert [m["symbol"] for m in messages] == ["shard-gated-reset"]
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pylint.hp-invariants]\nunconditional-calls = ["materialize"]\n')
+    code, messages = _pylint(tmp_path, "--rcfile=pyproject.toml", "m.py")
+    assert [m["symbol"] for m in messages] == ["shard-gated-reset"]
+
+
+def test_disabled_messages_do_no_work(tmp_path: Path):
+    (tmp_path / "m.py").write_text(GATED)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pylint", "--load-plugins=hp_invariants.checkers", "--disable=all",
+         "--enable=E9501", "--score=n", "--persistent=n", "m.py"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == ""
