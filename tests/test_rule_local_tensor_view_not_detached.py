@@ -1,0 +1,403 @@
+"""Unit tests of E9501 local-tensor-view-not-detached: options, confidence, messages, fixes, edges."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hp_invariants import engine, fixer
+from hp_invariants.config import Config
+from hp_invariants.model import Applicability, Confidence
+from hp_invariants.registry import get_rule
+from hp_invariants.source import SourceFile
+
+RULE = get_rule("E9501")
+
+
+def check(code: str, **options):
+    """Return the E9501 findings of ``code`` (dedented), with ``options`` set on the rule."""
+    config = Config(root=Path("."), options={"E9501": options}) if options else None
+    result = engine.check_source("case.py", textwrap.dedent(code).encode(), [RULE], config)
+    assert result.problems == []
+    return result.findings
+
+
+def fix(code: str, unsafe: bool = False) -> str:
+    """Return ``code`` after applying E9501 fixes until stable."""
+    source = SourceFile.from_bytes("case.py", textwrap.dedent(code).encode())
+    return fixer.fix_source(source, [RULE], unsafe=unsafe).text
+
+
+def positions(findings):
+    return [(f.line, f.col + 1) for f in findings]
+
+
+SEED = """
+import torch
+
+def reset(self, local_tensor, length):
+    with torch.no_grad():
+        local_view = local_tensor.narrow(dim=0, start=0, length=length)
+    self.sharded_param._local_tensor = local_view
+"""
+
+
+def test_seed_shape_is_high_confidence_with_safe_fix_at_the_creation():
+    (finding,) = check(SEED)
+    assert finding.confidence is Confidence.HIGH
+    assert (finding.line, finding.col) == (7, 4)  # the store statement (the view is on line 6)
+    assert finding.message.startswith("'narrow' view bound to '_local_tensor' without .detach()")
+    assert finding.fix.applicability is Applicability.SAFE
+    (edit,) = finding.fix.edits
+    assert edit.start == edit.end == (6, 71) and edit.content == ".detach()"
+    assert "narrow(dim=0, start=0, length=length).detach()\n" in fix(SEED)
+    assert check(fix(SEED)) == []
+
+
+def test_grad_mode_view_is_inference_and_unsafe_fix():
+    code = """
+    def reset(self, local_tensor, n):
+        self.sharded_param._local_tensor = local_tensor.narrow(0, 0, n)
+    """
+    (finding,) = check(code)
+    assert finding.confidence is Confidence.INFERENCE
+    assert finding.fix.applicability is Applicability.UNSAFE
+    assert (finding.line, finding.col + 1) == (3, 40)  # the view expression itself
+    assert fix(code) == textwrap.dedent(code)
+    assert "narrow(0, 0, n).detach()" in fix(code, unsafe=True)
+
+
+@pytest.mark.parametrize("region", [
+    "with torch.no_grad():",
+    "with torch.inference_mode():",
+    "with torch.inference_mode(True):",
+    "with torch.set_grad_enabled(False):",
+    "with torch.set_grad_enabled(mode=False):",
+    "with no_grad():",
+    "with torch.autograd.grad_mode.no_grad():",
+    "with _no_grad(), open('f') as fh:",
+])
+def test_no_grad_regions_give_high(region):
+    code = f"""
+    import torch
+    def f(p, t):
+        {region}
+            v = t[:2]
+        p._local_tensor = v
+    """
+    (finding,) = check(code)
+    assert finding.confidence is Confidence.HIGH
+
+
+@pytest.mark.parametrize("region", [
+    "with torch.inference_mode(False):",
+    "with torch.set_grad_enabled(True):",
+    "with torch.set_grad_enabled(flag):",
+    "with torch.enable_grad():",
+    "with contextlib.nullcontext():",
+])
+def test_grad_regions_give_inference(region):
+    code = f"""
+    import torch
+    def f(p, t, flag):
+        {region}
+            v = t[:2]
+        p._local_tensor = v
+    """
+    (finding,) = check(code)
+    assert finding.confidence is Confidence.INFERENCE
+
+
+def test_enable_grad_inside_no_grad_turns_it_off():
+    code = """
+    import torch
+    def f(p, t):
+        with torch.no_grad():
+            with torch.enable_grad():
+                p._local_tensor = t.view(-1)
+    """
+    assert check(code)[0].confidence is Confidence.INFERENCE
+
+
+@pytest.mark.parametrize("decorator", ["@torch.no_grad()", "@torch.no_grad", "@torch.inference_mode()", "@no_grad()"])
+def test_decorated_function_gives_high(decorator):
+    code = f"""
+    import torch
+    {decorator}
+    def f(p, t):
+        p._local_tensor = t.t()
+    """
+    assert check(code)[0].confidence is Confidence.HIGH
+
+
+def test_no_grad_of_enclosing_block_does_not_leak_into_nested_function():
+    code = """
+    import torch
+    def outer(p, t):
+        with torch.no_grad():
+            def inner():
+                p._local_tensor = t.t()
+            return inner
+    """
+    assert check(code)[0].confidence is Confidence.INFERENCE
+
+
+def test_set_grad_enabled_statement_form():
+    code = """
+    import torch
+    def f(p, q, t):
+        torch.set_grad_enabled(False)
+        p._local_tensor = t.t()
+        torch.set_grad_enabled(True)
+        q._local_tensor = t.t()
+    """
+    assert [f.confidence for f in check(code)] == [Confidence.HIGH, Confidence.INFERENCE]
+
+
+def test_option_no_grad_contexts():
+    code = """
+    def f(p, t):
+        with frozen_params():
+            p._local_tensor = t.t()
+    """
+    assert check(code)[0].confidence is Confidence.INFERENCE
+    finding = check(code, **{"no-grad-contexts": ("frozen_params",)})[0]
+    assert finding.confidence is Confidence.HIGH
+
+
+def test_option_local_tensor_attrs():
+    code = """
+    def f(p, t):
+        p._local_tensor = t.t()
+        p._shard = t.t()
+    """
+    assert positions(check(code)) == [(3, 23)]
+    found = check(code, **{"local-tensor-attrs": ("_shard", "_local_tensor")})
+    assert positions(found) == [(3, 23), (4, 16)]
+    assert found[1].message.startswith("'t' view bound to '_shard'")
+
+
+def test_message_names_innermost_view_op_and_subscript():
+    found = check("""
+    def f(p, t, n):
+        p._local_tensor = t.narrow(0, 0, n).view(-1)
+        p._local_tensor = t[:n].transpose(0, 1)
+        p._local_tensor = t.chunk(2)[1]
+    """)
+    assert [f.args for f in found] == [
+        ("narrow", "_local_tensor"), ("subscript", "_local_tensor"), ("chunk", "_local_tensor")]
+
+
+def test_chain_is_detached_once_at_its_end():
+    code = """
+    import torch
+    @torch.no_grad()
+    def f(p, t, n):
+        p._local_tensor = t.narrow(0, 0, n).view(-1).float()
+    """
+    out = fix(code)
+    assert "t.narrow(0, 0, n).view(-1).float().detach()\n" in out
+    assert ".detach().detach()" not in out
+
+
+def test_already_detached_chains_are_clean():
+    assert check("""
+    def f(p, t, n):
+        p._local_tensor = t.narrow(0, 0, n).detach()
+        p._local_tensor = t.narrow(0, 0, n).clone()
+        p._local_tensor = t.narrow(0, 0, n).data
+        p._local_tensor = t.narrow(0, 0, n).detach().requires_grad_(True)
+        p._local_tensor = t.view(-1).detach().to("cpu")
+    """) == []
+
+
+def test_pass_through_calls_keep_the_view():
+    found = check("""
+    def f(p, t, n):
+        p._local_tensor = t[:n].to("cpu")
+        p._local_tensor = t[:n].contiguous()
+        p._local_tensor = t[:n].requires_grad_(True)
+        p._local_tensor = t[:n].half()
+    """)
+    assert len(found) == 4
+
+
+def test_reassignment_order_matters():
+    code = """
+    def f(p, t, n):
+        v = t[:n]
+        p._local_tensor = v
+        v = v.clone()
+        p._local_tensor = v
+    """
+    assert positions(check(code)) == [(4, 5)]
+
+
+def test_loop_carried_view_is_found_on_the_second_pass():
+    code = """
+    def f(p, t, items):
+        v = t.clone()
+        for item in items:
+            p._local_tensor = v
+            v = t[:item]
+    """
+    assert positions(check(code)) == [(5, 9)]
+
+
+def test_try_and_match_paths_join():
+    code = """
+    def f(p, t, n, kind):
+        try:
+            v = t[:n]
+        except ValueError:
+            v = t.clone()
+        p._local_tensor = v
+        match kind:
+            case 1:
+                w = t.t()
+            case _:
+                w = t.clone()
+        p._local_tensor = w
+    """
+    assert positions(check(code)) == [(7, 5), (13, 5)]
+
+
+def test_detach_inplace_does_not_clean():
+    code = """
+    def f(p, t, n):
+        v = t[:n]
+        v.detach_()
+        p._local_tensor = v
+    """
+    assert len(check(code)) == 1
+
+
+def test_two_views_reaching_one_store_get_both_fixed():
+    code = """
+    import torch
+    @torch.no_grad()
+    def f(p, t, n, flag):
+        if flag:
+            v = t[:n]
+        else:
+            v = t.t()
+        p._local_tensor = v
+    """
+    (finding,) = check(code)
+    assert len(finding.fix.edits) == 2
+    out = fix(code)
+    assert "v = t[:n].detach()" in out and "v = t.t().detach()" in out
+
+
+def test_unpack_fix_keeps_crlf_and_indentation():
+    code = "import torch\r\n@torch.no_grad()\r\ndef f(p, t):\r\n    a, b = t.split(2)\r\n    p._local_tensor = a\r\n"
+    source = SourceFile.from_bytes("case.py", code.encode())
+    out = fixer.fix_source(source, [RULE]).text
+    assert out == code.replace("t.split(2)\r\n", "t.split(2)\r\n    a = a.detach()\r\n")
+
+
+def test_unpack_at_end_of_file_without_newline():
+    code = ("import torch\n@torch.no_grad()\ndef f(p, t, xs):\n    a = t.clone()\n    for x in xs:\n"
+            "        p._local_tensor = a\n        a, b = t.split(x)")
+    (finding,) = check(code)  # loop-carried: the unpacked `a` reaches the store on the next turn
+    source = SourceFile.from_bytes("case.py", code.encode())
+    assert fixer.fix_source(source, [RULE]).text == code + "\n        a = a.detach()"
+
+
+def test_loop_body_on_the_for_line_is_report_only():
+    (finding,) = check("""
+    import torch
+    @torch.no_grad()
+    def f(p, t):
+        for a in t.unbind(0): p._local_tensor = a
+    """)
+    assert finding.fix is None and finding.confidence is Confidence.HIGH
+
+
+def test_non_views_and_reads_are_clean():
+    assert check("""
+    import torch
+    import numpy as np
+    def f(p, other, t, n, outputs, idx):
+        p._local_tensor = other._local_tensor
+        p._local_tensor = torch.empty(n)
+        p._local_tensor = torch.zeros_like(t)
+        p._other = t.view(-1)
+        x = p._local_tensor.view(-1)
+        p._local_tensor = np.transpose(t)
+        p._local_tensor = outputs[0]
+        p._local_tensor = t[idx]
+        p._local_tensor = t[[0, 1]]
+        p._local_tensor = t[0, idx]
+        p._local_tensor = t.split(2)
+        p._local_tensor = t.reshape(-1).clone()
+        return x
+    """) == []
+
+
+def test_int_index_needs_tensor_evidence():
+    found = check("""
+    import torch
+    def f(p, q, t, items):
+        p._local_tensor = items[0]
+        p._local_tensor = q._local_tensor[0]
+        p._local_tensor = t.t()[0]
+        p._local_tensor = torch.ones(3, 3)[0]
+        p._local_tensor = t[0, 1]
+    """)
+    assert positions(found) == [(5, 23), (6, 23), (7, 23)]
+
+
+def test_seq_through_local_and_its_slice():
+    found = check("""
+    def f(p, t):
+        parts = t.chunk(4)
+        rest = parts[1:]
+        p._local_tensor = rest[0]
+        p._local_tensor = parts
+    """)
+    assert positions(found) == [(5, 23)]
+
+
+def test_pylint_disable_on_the_store_line():
+    code = """
+    import torch
+    def reset(self, local_tensor, length):
+        with torch.no_grad():
+            local_view = local_tensor.narrow(0, 0, length)
+        self.sharded_param._local_tensor = local_view  # pylint: disable=local-tensor-view-not-detached
+        self.sharded_param._local_tensor = local_tensor[:length]  # noqa: E9501
+    """
+    assert check(code) == []
+
+
+def test_prefilter_skips_files_without_the_attribute():
+    assert RULE.applies_to("x._local_tensor = y")
+    assert not RULE.applies_to("x.weight = y.t()")
+
+
+def test_walrus_and_conditional_values():
+    found = check("""
+    def f(p, t, c):
+        p._local_tensor = t[:2] if c else t.clone()
+        p._local_tensor = (v := t.t())
+        p._local_tensor = c and t.T
+    """)
+    assert positions(found) == [(3, 23), (4, 29), (5, 29)]
+    assert "t[:2].detach() if c else t.clone()" in fix("""
+    import torch
+    @torch.no_grad()
+    def f(p, t, c):
+        p._local_tensor = t[:2] if c else t.clone()
+    """)
+
+
+def test_deeply_nested_loops_stay_fast():
+    body = "def f(p, t, xs):\n"
+    indent = "    "
+    for depth in range(30):
+        body += indent * (depth + 1) + f"for x{depth} in xs:\n"
+    body += indent * 31 + "v = t[:1]\n" + indent * 31 + "p._local_tensor = v\n"
+    assert len(check(body)) == 1
