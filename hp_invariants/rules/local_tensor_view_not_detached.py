@@ -25,7 +25,11 @@ Views (sources):
 Chains stay views: `t.narrow(...).view(-1)`. These calls keep whatever they receive, because they
 return `self` when there is nothing to do: `.contiguous() .to() .float() .half() .double()
 .bfloat16() .type() .cpu() .cuda()` and in-place methods such as `.requires_grad_()` or
-`.copy_()`. A view made of a view is still a view, so `t.detach().view(-1)` is flagged.
+`.copy_()`. When `.to()`/`.float()` does convert, the result is a copy and the message is
+pessimistic, but the `.detach()` fix is then a no-op for autograd; we prefer it to missing the
+no-conversion case, which is the common one (`t.narrow(...).to(t.dtype)`). Not treated as views:
+`.reshape()`/`.flatten()` (a view only sometimes) and ops outside the list above. A view made of a
+view is still a view, so `t.detach().view(-1)` is flagged.
 
 The value may reach the store through local variables of the same function. The analysis follows
 statements in source order with branches joined (`if`/`else`, loops, `try`): a reassignment of the
@@ -107,8 +111,8 @@ gradient through `_local_tensor` (for a parameter's shard, nothing does).
 
 ## Options
 * `local-tensor-attrs` (csv, default `_local_tensor`): attribute names whose stores are checked.
-  Note: the rule's text prefilter looks for `_local_tensor`; with other names, add them to a file
-  that the prefilter lets through or ask for an option-aware prefilter.
+  Note: the rule's text prefilter looks for the default name `_local_tensor` (prefilters do not
+  see options yet), so with other names a file that never mentions `_local_tensor` is skipped.
 * `no-grad-contexts` (csv, default `no_grad,inference_mode,set_grad_enabled,_no_grad`): last name
   components of context managers and decorators that disable grad mode. `set_grad_enabled` counts
   only with a literal `False`, `inference_mode` not with a literal `False`.
