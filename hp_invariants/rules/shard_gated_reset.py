@@ -19,7 +19,8 @@ A shard-degree predicate is
 * a local alias of one (`shard = self.is_shard`, `need = ws > 1`, assigned exactly once in the
   function, before the test), or a `@property` / function **defined in the same file** whose every
   `return` is one (`@property def needs_sharding(self): return self.shard_degree > 1`, then
-  `if self.needs_sharding:`). Cross-file properties are not followed.
+  `if self.needs_sharding:`), or a walrus `(shard := self.is_shard)`. Cross-file properties and
+  instance attributes assigned from a comparison (`self.need = ws > 1` in `__init__`) are not followed.
 
 The call is gated when it sits
 
@@ -49,7 +50,9 @@ No message for:
   `-O`), it does not skip the step silently;
 * comparisons with other bounds (`ws > 2`), and other parallel degrees (`tp_size`, `ep_size`,
   `pp_size`): an expert mesh that only exists when `ep_size > 1` is legitimately gated;
-* a call inside a nested function or lambda: the gate around its definition does not gate its call.
+* a call inside a nested function or lambda: the gate around its definition does not gate its call;
+* an early exit through a call (`sys.exit()`, `os._exit()`): only `return`, `raise`, `continue` and
+  `break` statements are recognized as exits.
 
 ## Why is this bad?
 hyper-parallel's `TorchHSDPStateV2.lazy_init` must re-wrap every sharded parameter after meta-device
@@ -188,14 +191,15 @@ class Gate:
     """A shard-degree predicate found in a test.
 
     ``node``: the expression at the use site (the conjunct a fix would drop); ``text``: how the message
-    names it; ``via``: ``"direct"``, ``"alias"``, ``"property"`` or ``"function"``; ``calls_project``:
-    the expression calls a project function (dropping it may drop a side effect).
+    names it; ``via``: ``"direct"``, ``"alias"``, ``"property"`` or ``"function"``; ``drop_unsafe``:
+    removing the expression may change more than the gate (it calls a project function, which may
+    have side effects, or binds a name with ``:=``).
     """
 
     node: ast.AST
     text: str
     via: str = "direct"
-    calls_project: bool = False
+    drop_unsafe: bool = False
 
 
 @dataclass
@@ -365,22 +369,25 @@ class _Analyzer:
                 text = self.ctx.text_of(expr)
                 return Gate(expr, text if atom > 0 else f"not ({text})")
             return None
+        if isinstance(expr, ast.NamedExpr):
+            inner = self.requires(expr.value, truth, scope, depth + 1)
+            return Gate(expr, inner.text, inner.via, True) if inner else None
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             inner = self.requires(expr.operand, not truth, scope, depth + 1)
-            return Gate(expr, inner.text, inner.via, inner.calls_project) if inner else None
+            return Gate(expr, inner.text, inner.via, inner.drop_unsafe) if inner else None
         if isinstance(expr, ast.BoolOp):
             found = [self.requires(v, truth, scope, depth + 1) for v in expr.values]
             need_all = isinstance(expr.op, ast.And) != truth
             hits = [g for g in found if g is not None]
             if not hits or (need_all and len(hits) != len(found)):
                 return None
-            return Gate(expr, hits[0].text, hits[0].via, any(g.calls_project for g in hits))
+            return Gate(expr, hits[0].text, hits[0].via, any(g.drop_unsafe for g in hits))
         if isinstance(expr, ast.Name):
             value = self.alias_value(expr, scope)
             if value is not None:
                 inner = self.requires(value, truth, scope, depth + 1)
                 if inner:
-                    return Gate(expr, f"{expr.id} (= {inner.text})", "alias", inner.calls_project)
+                    return Gate(expr, f"{expr.id} (= {inner.text})", "alias", inner.drop_unsafe)
             return None
         defs, kind = self._definitions(expr)
         if defs:
@@ -395,7 +402,7 @@ class _Analyzer:
                 inner_gates.extend(gates)
             text = self.ctx.text_of(expr)
             return Gate(expr, f"{text} (= {inner_gates[0].text})", kind,
-                        kind == "function" or any(g.calls_project for g in inner_gates))
+                        kind == "function" or any(g.drop_unsafe for g in inner_gates))
         return None
 
     def is_pure(self, expr: ast.AST, scope: ast.AST, depth: int = 0) -> bool:
@@ -404,6 +411,8 @@ class _Analyzer:
             return False
         if self._atom(expr, scope, depth):
             return True
+        if isinstance(expr, ast.NamedExpr):
+            return self.is_pure(expr.value, scope, depth + 1)
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             return self.is_pure(expr.operand, scope, depth + 1)
         if isinstance(expr, ast.BoolOp):
@@ -800,5 +809,5 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
         description = f"remove the filter 'if {ctx.text_of(test)}'"
     if not edits:
         return None
-    safe = contained and not gate.calls_project
+    safe = contained and not gate.drop_unsafe
     return ctx.make_fix(edits, description, Applicability.SAFE if safe else Applicability.UNSAFE)
