@@ -117,7 +117,8 @@ def test_boolean_structure():
     assert _check("def f(m, a):\n    if is_shard or a:\n        fully_shard(m)\n") == []
     # `not (A or B)` false -> A or B true: not gated; true -> both false
     assert _check("def f(m):\n    if not (is_shard or a):\n        pass\n    else:\n        fully_shard(m)\n") == []
-    assert len(_check("def f(m):\n    if ws == 1 or not is_shard:\n        pass\n    else:\n        fully_shard(m)\n")) == 1
+    both_negative = "def f(m):\n    if ws == 1 or not is_shard:\n        pass\n    else:\n        fully_shard(m)\n"
+    assert len(_check(both_negative)) == 1
 
 
 def test_alias_rules():
