@@ -101,7 +101,7 @@ class RulePair:
     place; ``check_before`` / ``fix_run`` / ``check_after`` are the CLI transcripts.
     """
 
-    rule_id: str
+    rule_ids: tuple[str, ...]
     source: Path
     broken: Path
     fixed: Path
@@ -110,25 +110,28 @@ class RulePair:
     check_after: CliResult
 
     def assert_flagged(self) -> None:
-        """(a) ``check`` on the broken module exits 1 and names the rule."""
-        assert self.check_before.returncode == 1 and self.rule_id in self.check_before.output, (
-            f"`hp-invariants check` must report {self.rule_id} on the broken module (exit 1):\n"
-            + self.check_before.describe())
+        """(a) ``check`` on the broken module exits 1 and names every expected rule."""
+        missing = [rule for rule in self.rule_ids if rule not in self.check_before.output]
+        assert self.check_before.returncode == 1 and not missing, (
+            f"`hp-invariants check` must report {', '.join(self.rule_ids)} on the broken module "
+            f"(exit 1); missing: {missing}\n" + self.check_before.describe())
 
     def assert_fixed_clean(self) -> None:
         """(b) ``fix`` rewrote the module, and ``check`` on the result exits 0."""
         assert self.fix_run.returncode in (0, 1), (
             f"`hp-invariants fix` failed:\n{self.fix_run.describe()}")
         assert self.fixed.read_bytes() != self.source.read_bytes(), (
-            f"`hp-invariants fix` left the {self.rule_id} module unchanged: the codemod for "
-            f"{self.rule_id} is missing or did not fire\n" + self.fix_run.describe())
+            f"`hp-invariants fix` left the {'/'.join(self.rule_ids)} module unchanged: the "
+            "codemod is missing or did not fire\n" + self.fix_run.describe())
         assert self.check_after.returncode == 0, (
             "`hp-invariants check` must be clean after the fix:\n" + self.check_after.describe())
 
 
-def make_rule_pair(rule_id: str, stem: str, workdir: Path, unsafe: bool = False) -> RulePair:
+def make_rule_pair(rule_ids: str | tuple[str, ...], stem: str, workdir: Path,
+                   unsafe: bool = False) -> RulePair:
     """Copy ``modules/<stem>_broken.py`` into ``workdir``, check it, fix a second copy, check that.
 
+    ``rule_ids`` is the rule id (or ids) that ``check`` must report on the broken module.
     The fix runs as ``hp-invariants fix [--unsafe-fixes] FILE`` (in place). The work dir gets an
     empty ``pyproject.toml`` so that it is the project root (E9503's class index). Nothing is
     asserted here: the tests call :meth:`RulePair.assert_flagged` and
@@ -145,7 +148,9 @@ def make_rule_pair(rule_id: str, stem: str, workdir: Path, unsafe: bool = False)
     fix_args = ["fix"] + (["--unsafe-fixes"] if unsafe else []) + [str(fixed)]
     fix_run = run_cli(*fix_args, cwd=workdir)
     check_after = run_cli("check", str(fixed), cwd=workdir)
-    return RulePair(rule_id, source, broken, fixed, check_before, fix_run, check_after)
+    if isinstance(rule_ids, str):
+        rule_ids = (rule_ids,)
+    return RulePair(tuple(rule_ids), source, broken, fixed, check_before, fix_run, check_after)
 
 
 def dist_backend(device) -> str:
