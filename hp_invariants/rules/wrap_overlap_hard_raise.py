@@ -115,6 +115,11 @@ TRANSPARENT_CALLS = {"list", "tuple", "reversed", "sorted"}
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 CATCH_ALL = {"Exception", "BaseException"}
+# A call of a walk method: the name, then (after blanks, a line continuation, a comment or a line
+# break inside brackets) its "(". A file without one cannot match, whatever its layout.
+_WALK_CALL_TEXT = re.compile(
+    r"\b(?:" + "|".join(sorted(WALK_METHODS, key=len, reverse=True)) + r")\s*(?:\(|\\|#|$)", re.MULTILINE
+)
 
 
 @dataclass(frozen=True)
@@ -232,14 +237,16 @@ class _FileChecker:
         self._functions: dict[str, list[ast.AST]] = {}
         self._methods: dict[str, dict[str, list[ast.AST]]] = {}
         self._method_owners: dict[str, int] = {}
-        self._index()
+        self._indexed = False
+        self._aliases: dict[int, dict[str, tuple[str, ast.Call]]] = {}
 
     # ------------------------------------------------------------------ helper index
     def _index(self) -> None:
+        self._indexed = True
         for node in self.ctx.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._functions.setdefault(node.name, []).append(node)
-        for node in ast.walk(self.ctx.tree):
+        for node, _ in _statements(self.ctx.tree.body, enter_scopes=True):
             if isinstance(node, ast.ClassDef):
                 table = self._methods.setdefault(node.name, {})
                 for item in node.body:
@@ -283,6 +290,8 @@ class _FileChecker:
 
     def _helper_target(self, call: ast.Call, func: ast.AST | None) -> ast.AST | None:
         """Resolve ``helper(...)``, ``self.m(...)``/``cls.m(...)`` or ``Cls.m(...)`` to one definition."""
+        if not self._indexed:
+            self._index()
         callee = call.func
         if isinstance(callee, ast.Name):
             if func is not None:  # a helper nested in the enclosing function
@@ -316,24 +325,35 @@ class _FileChecker:
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Iterator[Finding]:
-        for func in ast.walk(self.ctx.tree):
-            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-                continue
-            body = func.body
-            aliases = self._walk_aliases(body)
-            for node in _walk_no_scopes(body):
-                if isinstance(node, (ast.For, ast.AsyncFor)):
-                    walk = self._loop_walk(node, aliases)
-                    if walk is not None:
-                        yield from self._check_loop(func, node, walk)
-                elif isinstance(node, ast.If):
-                    yield from self._check_any_form(func, node, aliases)
+        """Check every walk loop and every ``if any(...)`` of the file (statements only: fast)."""
+        if not _WALK_CALL_TEXT.search(self.ctx.source.text):
+            return  # no call of a walk method anywhere: nothing can match
+        yield from self._run_scope(self.ctx.tree, self.ctx.tree.body)
+
+    def _run_scope(self, scope: ast.AST, body: Sequence[ast.stmt]) -> Iterator[Finding]:
+        for node, _ in _statements(body):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield from self._run_scope(node, node.body)
+            elif isinstance(node, ast.ClassDef):
+                yield from self._run_scope(scope, node.body)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                walk = self._walk_of(node.target, node.iter, scope)
+                if walk is not None:
+                    yield from self._check_loop(scope, node, walk)
+            elif isinstance(node, ast.If):
+                yield from self._check_any_form(scope, node)
+
+    def _aliases_of(self, scope: ast.AST) -> dict[str, tuple[str, ast.Call]]:
+        key = id(scope)
+        if key not in self._aliases:
+            self._aliases[key] = self._walk_aliases(scope.body)
+        return self._aliases[key]
 
     def _walk_aliases(self, body: Sequence[ast.stmt]) -> dict[str, tuple[str, ast.Call]]:
         """Local names assigned exactly once, from a walk (``mods = list(m.modules())``)."""
         counts: dict[str, int] = {}
         found: dict[str, tuple[str, ast.Call]] = {}
-        for node in _walk_no_scopes(body):
+        for node, _ in _statements(body):
             targets: list[ast.AST] = []
             if isinstance(node, ast.Assign):
                 targets = node.targets
@@ -342,8 +362,6 @@ class _FileChecker:
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
                 targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [
                     item.optional_vars for item in node.items if item.optional_vars is not None]
-            elif isinstance(node, ast.NamedExpr):
-                targets = [node.target]
             for target in targets:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name):
@@ -361,7 +379,7 @@ class _FileChecker:
                             break
         return {name: hit for name, hit in found.items() if counts.get(name) == 1}
 
-    def _resolve_iter(self, node: ast.AST, aliases) -> tuple[tuple[str, ast.Call] | None, bool, bool]:
+    def _resolve_iter(self, node: ast.AST, scope) -> tuple[tuple[str, ast.Call] | None, bool, bool]:
         """Return ``(walk, enumerated, dict_items)`` for an iterable expression."""
         inner, enumerated = _unwrap_iter(node)
         mode = None
@@ -370,8 +388,8 @@ class _FileChecker:
             mode = inner.func.attr
             inner, _ = _unwrap_iter(inner.func.value)
         hit = _walk_call(inner)
-        if hit is None and isinstance(inner, ast.Name) and inner.id in aliases:
-            hit = aliases[inner.id]
+        if hit is None and isinstance(inner, ast.Name):
+            hit = self._aliases_of(scope).get(inner.id)
         if hit is None:
             return None, enumerated, False
         method = hit[0]
@@ -384,8 +402,8 @@ class _FileChecker:
             return None, enumerated, False
         return hit, enumerated, False
 
-    def _walk_of(self, target: ast.AST, iter_node: ast.AST, aliases) -> Walk | None:
-        hit, enumerated, dict_items = self._resolve_iter(iter_node, aliases)
+    def _walk_of(self, target: ast.AST, iter_node: ast.AST, scope) -> Walk | None:
+        hit, enumerated, dict_items = self._resolve_iter(iter_node, scope)
         if hit is None:
             return None
         method, call = hit
@@ -412,9 +430,6 @@ class _FileChecker:
             name_var = None  # a custom prefix: the root's name is not ""
         return Walk(var=target.id, root=root, text=self.ctx.text_of(call), name_var=name_var,
                     yields_root=yields_root)
-
-    def _loop_walk(self, loop: ast.For | ast.AsyncFor, aliases) -> Walk | None:
-        return self._walk_of(loop.target, loop.iter, aliases)
 
     # ------------------------------------------------------------------ conditions
     def _is_marker_name(self, name: str | None) -> bool:
@@ -531,7 +546,7 @@ class _FileChecker:
 
     # ------------------------------------------------------------------ loop form
     def _check_loop(self, func, loop, walk: Walk) -> Iterator[Finding]:
-        for node in _walk_no_scopes(loop.body, rebinding=walk.var):
+        for node, _ in _statements(loop.body, rebinding=walk.var):
             if not isinstance(node, ast.If):
                 continue
             facts = self.facts(node.test, walk.var)
@@ -622,9 +637,9 @@ class _FileChecker:
         return True
 
     # ------------------------------------------------------------------ any(...) form
-    def _check_any_form(self, func, node: ast.If, aliases) -> Iterator[Finding]:
+    def _check_any_form(self, func, node: ast.If) -> Iterator[Finding]:
         """``if any(marker(m) for m in x.modules()): raise`` (and ``not all(not ...)``)."""
-        found = self._any_walk(node.test, aliases, negated=False)
+        found = self._any_walk(node.test, func, negated=False)
         if found is None:
             return
         in_body, walk, safe_branch = found
@@ -635,12 +650,12 @@ class _FileChecker:
             self.reported.add(id(stmt))
             yield self._finding(stmt, walk, via_helper, safe_branch, None)
 
-    def _any_walk(self, test: ast.AST, aliases, negated: bool):
+    def _any_walk(self, test: ast.AST, scope, negated: bool):
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return self._any_walk(test.operand, aliases, not negated)
+            return self._any_walk(test.operand, scope, not negated)
         if isinstance(test, ast.BoolOp):
             for value in test.values:
-                found = self._any_walk(value, aliases, negated)
+                found = self._any_walk(value, scope, negated)
                 if found is not None:
                     # `A and any(...)` body / `A or not any(...)` else: the branch needs the marker.
                     return found
@@ -653,7 +668,7 @@ class _FileChecker:
         if len(gen.generators) != 1:
             return None
         comp = gen.generators[0]
-        walk = self._walk_of(comp.target, comp.iter, aliases)
+        walk = self._walk_of(comp.target, comp.iter, scope)
         if walk is None or any(self._root_test(cond, walk) is True for cond in comp.ifs):
             return None
         elt = ast.BoolOp(op=ast.And(), values=[gen.elt, *comp.ifs]) if comp.ifs else gen.elt
@@ -718,6 +733,29 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
         if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
             blocks.append(value)
     return blocks
+
+
+def _statements(body: Sequence[ast.stmt], rebinding: str | None = None, enter_scopes: bool = False,
+                path: tuple[ast.AST, ...] = ()) -> Iterator[tuple[ast.stmt, tuple[ast.AST, ...]]]:
+    """Yield ``(statement, ancestors)`` for the statements under ``body``, expressions skipped.
+
+    Nested functions and classes are yielded but not entered unless ``enter_scopes``; with
+    ``rebinding``, nested ``for`` loops whose target binds that name are not entered either.
+    """
+    for stmt in body:
+        yield stmt, path
+        if not enter_scopes and isinstance(stmt, SCOPES):
+            continue
+        if rebinding is not None and isinstance(stmt, (ast.For, ast.AsyncFor)) and any(
+                isinstance(n, ast.Name) and n.id == rebinding for n in ast.walk(stmt.target)):
+            continue
+        inner = path + (stmt,)
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, name, None)
+            if block and isinstance(block, list) and isinstance(block[0], ast.stmt):
+                yield from _statements(block, rebinding, enter_scopes, inner)
+        for sub in getattr(stmt, "handlers", ()) or getattr(stmt, "cases", ()):
+            yield from _statements(sub.body, rebinding, enter_scopes, inner + (sub,))
 
 
 def _walk_no_scopes(body: Sequence[ast.AST], rebinding: str | None = None) -> Iterator[ast.AST]:

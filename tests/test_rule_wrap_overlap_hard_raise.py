@@ -1,0 +1,286 @@
+"""Unit tests of E9504 wrap-overlap-hard-raise: message, confidence, options, fix edge cases, fixtures."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hp_invariants import engine, fixer
+from hp_invariants.model import Applicability, Confidence
+from hp_invariants.rules.wrap_overlap_hard_raise import WrapOverlapHardRaise
+from hp_invariants.source import SourceFile
+
+RULE = WrapOverlapHardRaise()
+FIXTURES = Path(__file__).parent / "fixtures" / RULE.symbol
+
+
+def findings(code: str, options: dict | None = None):
+    """Findings of the rule on ``code`` (``options``: this rule's option values)."""
+    if options is None:
+        result = engine.check_source("t.py", textwrap.dedent(code).encode(), [RULE])
+        assert result.problems == []
+        return result.findings
+    source = SourceFile.from_bytes("t.py", textwrap.dedent(code).encode())
+    return engine.analyze(source, engine.parse(source), [RULE], {RULE.rule_id: options})
+
+
+def fix(code: str, unsafe: bool = False, newline: str = "\n") -> str:
+    text = textwrap.dedent(code).replace("\n", newline)
+    return fixer.fix_source(SourceFile.from_bytes("t.py", text.encode()), [RULE], unsafe=unsafe).text
+
+
+SEED = """
+def _check_and_mark_wrapped(module):
+    for sub in module.modules():
+        if getattr(sub, "_is_wrapped", False):
+            raise ValueError("Submodule is already wrapped")
+    for sub in module.modules():
+        sub._is_wrapped = True
+"""
+
+
+def test_seed_message_location_confidence_and_safe_fix():
+    (finding,) = findings(SEED)
+    assert (finding.line, finding.col) == (5, 12)
+    assert finding.message == (
+        "Raising when submodule 'sub' of 'module.modules()' is already wrapped breaks legitimately shared "
+        "submodules (e.g. one rotary embedding shared by all decoder layers); skip it with 'continue'"
+    )
+    assert finding.confidence is Confidence.HIGH
+    assert finding.fix.applicability is Applicability.SAFE
+    assert finding.obj == "_check_and_mark_wrapped"
+    assert "continue" in fix(SEED) and "raise" not in fix(SEED)
+
+
+def test_helper_call_is_inference():
+    (finding,) = findings("""
+        def _fail(sub):
+            raise ValueError(sub)
+
+        def wrap(model):
+            for sub in model.modules():
+                if sub._is_wrapped:
+                    _fail(sub)
+    """)
+    assert finding.confidence is Confidence.INFERENCE
+    assert (finding.line, finding.col) == (8, 12)
+
+
+def test_helper_with_a_return_path_or_a_generator_is_not_always_raising():
+    assert findings("""
+        def _fail(sub):
+            if sub is None:
+                return
+            raise ValueError(sub)
+
+        def _gen(sub):
+            yield sub
+            raise ValueError(sub)
+
+        def wrap(model):
+            for sub in model.modules():
+                if sub._is_wrapped:
+                    _fail(sub)
+                    _gen(sub)
+    """) == []
+
+
+def test_overridden_method_is_not_resolved():
+    code = """
+        class Base:
+            def _fail(self, sub):
+                raise ValueError(sub)
+
+            def wrap(self, model):
+                for sub in model.modules():
+                    if sub._is_wrapped:
+                        self._fail(sub)
+
+        class Lenient(Base):
+            def _fail(self, sub):
+                print(sub)
+    """
+    assert findings(code) == []
+
+
+def test_wrap_markers_option_replaces_the_defaults():
+    code = """
+        def wrap(model):
+            for sub in model.modules():
+                if sub._ac_done:
+                    raise ValueError("a")
+                if sub._is_wrapped:
+                    raise ValueError("b")
+    """
+    assert [f.line for f in findings(code)] == [7]
+    assert [f.line for f in findings(code, {"wrap-markers": ("_ac_done",)})] == [5]
+
+
+def test_wrapper_classes_option_matches_the_last_name_component():
+    code = """
+        def wrap(model, fsdp):
+            for sub in model.modules():
+                if isinstance(sub, fsdp.FullyShardedDataParallel):
+                    raise ValueError("nested")
+    """
+    assert findings(code) == []
+    (finding,) = findings(code, {"wrapper-classes": ("FullyShardedDataParallel",)})
+    assert finding.line == 5
+
+
+def test_raise_when_not_wrapped_is_not_the_hazard():
+    assert findings("""
+        def wrap(model):
+            for sub in model.modules():
+                if not sub._is_wrapped:
+                    raise ValueError("expected every submodule to be wrapped")
+                if getattr(sub, "_is_wrapped", None) is None:
+                    raise ValueError("same, spelled with is None")
+    """) == []
+
+
+def test_or_condition_gets_an_unsafe_fix_applied_only_with_unsafe():
+    code = """
+        def wrap(model):
+            for sub in model.modules():
+                if sub._is_wrapped or sub.frozen:
+                    raise ValueError("x")
+    """
+    (finding,) = findings(code)
+    assert finding.fix.applicability is Applicability.UNSAFE
+    assert "raise" in fix(code)
+    assert "raise" not in fix(code, unsafe=True)
+
+
+def test_report_only_cases_have_no_fix():
+    code = """
+        def wrap(model, hooks):
+            for sub in model.modules():
+                while hooks:
+                    if sub._is_wrapped:
+                        raise ValueError("inner loop")
+            if any(m._is_wrapped for m in model.children()):
+                raise ValueError("generator form")
+    """
+    inner, generator = findings(code)
+    assert inner.fix is None and "bind to the inner loop" in inner.message
+    assert generator.fix is None and generator.message.endswith("skip already-wrapped submodules instead of raising")
+
+
+def test_root_only_guards_give_no_message_but_children_walk_is_never_root():
+    assert findings("""
+        def wrap(module):
+            for name, sub in module.named_modules():
+                if name:
+                    continue
+                if sub._is_wrapped:
+                    raise ValueError("root")
+    """) == []
+    # a custom prefix: the root's name is not "", so `if not name` says nothing about the root
+    assert len(findings("""
+        def wrap(module):
+            for name, sub in module.named_modules(prefix="model"):
+                if not name and sub._is_wrapped:
+                    raise ValueError("x")
+    """)) == 1
+
+
+def test_module_level_and_class_level_walks_are_checked():
+    assert [f.line for f in findings("""
+        for sub in MODEL.modules():
+            if sub._is_wrapped:
+                raise ValueError("module level")
+    """)] == [4]
+
+
+def test_fix_keeps_crlf_and_moves_inner_comments_above():
+    code = """
+        def wrap(model):
+            for sub in model.modules():
+                if sub._is_wrapped:
+                    raise ValueError(  # why
+                        "x"
+                    )  # tail
+    """
+    out = fix(code, newline="\r\n")
+    assert "            # why\r\n            continue  # tail\r\n" in out
+    assert "\n" not in out.replace("\r\n", "")
+
+
+def test_fix_one_line_if_with_inner_comment():
+    code = """
+        def wrap(model):
+            for sub in model.modules():
+                if sub._is_wrapped: raise ValueError(  # why
+                    "x")
+    """
+    assert "if sub._is_wrapped: continue  # why\n" in fix(code)
+
+
+def test_non_ascii_columns_are_characters():
+    (finding,) = findings("""
+        def wrap(model):
+            for sub in model.modules():
+                if sub._is_wrapped: raise ValueError("déjà") if "é" else ValueError("é")
+    """)
+    assert (finding.line, finding.col) == (4, 28)
+    assert "continue" in fix("""
+        def wrap(model):
+            for sub in model.modules():
+                ok = "é"; raise ValueError("é") if sub._is_wrapped else None
+                if sub._is_wrapped: raise ValueError("é")
+    """)
+
+
+def test_prefilter_and_text_gate_accept_unusual_layouts():
+    code = """
+        def wrap(model):
+            for sub in (model.modules  # walk
+                        ()):
+                if sub._is_wrapped:
+                    raise ValueError("x")
+            for sub in model.named_children \\
+                    ():
+                if sub[1]._is_wrapped:
+                    raise ValueError("not a tuple target: no message")
+    """
+    assert RULE.applies_to(textwrap.dedent(code))
+    assert [f.line for f in findings(code)] == [6]
+
+
+def test_prefilter_skips_files_without_walk_names():
+    assert not RULE.applies_to("def f(x):\n    if x._is_wrapped:\n        raise ValueError\n")
+    assert RULE.applies_to("for c in net.name_cells().values(): pass\n")
+
+
+def _checker_cases():
+    for path in sorted((FIXTURES / "checker").glob("*.py")):
+        yield pytest.param(path, id=path.stem)
+
+
+@pytest.mark.parametrize("path", list(_checker_cases()))
+def test_checker_fixture(path):
+    result = engine.check_source(str(path), path.read_bytes(), [RULE])
+    got = [f"{f.line}:{f.col + 1} {f.symbol}" for f in result.findings]
+    expected = [line for line in path.with_suffix(".txt").read_text().splitlines() if line]
+    assert got == expected
+
+
+def _codemod_cases():
+    for path in sorted((FIXTURES / "codemod").glob("*.in.py")):
+        yield pytest.param(path, id=path.name[: -len(".in.py")])
+
+
+@pytest.mark.parametrize("path", list(_codemod_cases()))
+def test_codemod_fixture_is_applied_until_stable_and_idempotent(path):
+    stem = path.name[: -len(".in.py")]
+    for unsafe in (False, True):
+        expected_path = path.with_name(stem + (".unsafe.out.py" if unsafe else ".out.py"))
+        if unsafe and not expected_path.exists():
+            expected_path = path.with_name(stem + ".out.py")
+        outcome = fixer.fix_source(SourceFile.from_bytes(str(path), path.read_bytes()), [RULE], unsafe=unsafe)
+        assert outcome.text == expected_path.read_text()
+        again = fixer.fix_source(SourceFile.from_bytes(str(path), outcome.text.encode()), [RULE], unsafe=unsafe)
+        assert not again.changed
