@@ -92,7 +92,8 @@ class HpInvariantsChecker(BaseRawFileChecker):
             source = SourceFile.from_bytes(node.file, raw)
         except (OSError, SourceDecodeError):
             return  # pylint reports unreadable / undecodable files itself
-        active = [r for r in rules if r.applies_to(source.text)]
+        options = self._rule_options()
+        active = [r for r in rules if r.applies_to(source.text, options.get(r.rule_id))]
         if not active:
             return
         try:
@@ -101,7 +102,7 @@ class HpInvariantsChecker(BaseRawFileChecker):
             return  # pylint reports syntax-error itself
         try:
             findings = engine.analyze(
-                source, tree, active, self._rule_options(),
+                source, tree, active, options,
                 project=lambda: self._project.index_for(node.file), use_prefilter=False,
             )
         except Exception as exc:  # noqa: BLE001 - report, never crash pylint

@@ -199,11 +199,20 @@ class Rule:
     description: str = ""
     options: Sequence[Option] = ()
     prefilter: Sequence[str] = ()
+    prefilter_option: str | None = None
     needs_project: bool = False
 
-    def applies_to(self, text: str) -> bool:
-        """Return True when the rule's text prefilter lets ``text`` through."""
-        return not self.prefilter or any(token in text for token in self.prefilter)
+    def applies_to(self, text: str, options: dict[str, Any] | None = None) -> bool:
+        """Return True when the rule's text prefilter lets ``text`` through.
+
+        ``options`` are this rule's configured option values: when ``prefilter_option`` names a
+        list option (say ``unconditional-calls``), its configured values replace ``prefilter``, so a
+        prefilter never skips a file that a configured name could match.
+        """
+        tokens = self.prefilter
+        if self.prefilter_option and options and self.prefilter_option in options:
+            tokens = options[self.prefilter_option]
+        return not tokens or any(token in text for token in tokens)
 
     def check(self, ctx: "FileContextProtocol") -> Iterable[Finding]:  # pragma: no cover - abstract
         """Yield the findings of this rule in the file of ``ctx``."""

@@ -111,8 +111,8 @@ gradient through `_local_tensor` (for a parameter's shard, nothing does).
 
 ## Options
 * `local-tensor-attrs` (csv, default `_local_tensor`): attribute names whose stores are checked.
-  Note: the rule's text prefilter looks for the default name `_local_tensor` (prefilters do not
-  see options yet), so with other names a file that never mentions `_local_tensor` is skipped.
+  The rule's text prefilter follows this option: a file is analysed only if one of the configured
+  names occurs in its text.
 * `no-grad-contexts` (csv, default `no_grad,inference_mode,set_grad_enabled,_no_grad`): last name
   components of context managers and decorators that disable grad mode. `set_grad_enabled` counts
   only with a literal `False`, `inference_mode` not with a literal `False`.
@@ -236,6 +236,7 @@ class LocalTensorViewNotDetached(Rule):
                "Last name components of context managers/decorators that disable grad mode."),
     )
     prefilter = ("_local_tensor",)
+    prefilter_option = "local-tensor-attrs"
     needs_project = False
 
     def check(self, ctx) -> Iterator[Finding]:

@@ -145,8 +145,8 @@ through a preceding negative test, `if gate:` with an `else`/`elif`, `or` forms
   function, and against `receiver.method` of a call; a comparison of such a quantity with 1 is a
   gate.
 
-Unlike the other rules, this one has no text prefilter: the call names are configurable, so the
-rule itself first checks that one of the configured names occurs in the file text.
+Text prefilter: a file is analysed only if one of the configured `unconditional-calls` names
+occurs in its text (the prefilter follows the option, so configured names are never skipped).
 
 ## References
 * hyper-parallel issue 230 (gitcode mindspore/hyper-parallel): item 2, `TorchHSDPStateV2.lazy_init`.
@@ -504,7 +504,8 @@ class ShardGatedReset(Rule):
         Option("shard-degree-quantities", "regexp_csv", DEFAULT_QUANTITIES,
                "Regexes for shard-degree quantities; comparing one with 1 is a gate."),
     )
-    prefilter = ()
+    prefilter = ("reset_sharded_param", "fully_shard")
+    prefilter_option = "unconditional-calls"
     needs_project = False
 
     # ------------------------------------------------------------------ entry point
