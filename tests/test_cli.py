@@ -297,3 +297,21 @@ def test_explain_prints_the_doc_page(rule):
 def test_explain_unknown_rule():
     code, _, err = run_cli("explain", "E0000")
     assert code == 2 and "unknown rule" in err
+
+
+def test_prefilter_follows_configured_names(tmp_path: Path):
+    """Regression: a configured sink/call name must not be skipped by the default text prefilter."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.hp-invariants]\nlocal-tensor-attrs = ["_shard"]\nunconditional-calls = ["materialize"]\n')
+    (tmp_path / "m.py").write_text(textwrap.dedent("""\
+        def bind(p, buf):
+            p._shard = buf.narrow(0, 0, 4)
+
+
+        def init(s):
+            if s.is_shard:
+                s.materialize()
+        """))
+    code, out, _ = run_cli("check", str(tmp_path / "m.py"))
+    assert code == 1
+    assert [line.split(": ")[1].split()[0] for line in out.splitlines()] == ["E9501", "E9502"]
