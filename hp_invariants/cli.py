@@ -34,6 +34,20 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="pyproject.toml to read [tool.hp-invariants] from (default: the project root's)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the class-index cache")
     parser.add_argument("--cache-dir", metavar="DIR", help="class-index cache folder")
+    parser.add_argument("--timeout-per-file", type=_non_negative, metavar="SECONDS",
+                        help="give up on a file after this much analysis (F0003); 0: no limit (default 10)")
+    parser.add_argument("--max-file-size", type=_non_negative, metavar="MIB",
+                        help="do not read files larger than this (F0004); 0: no limit (default 5)")
+
+
+def _non_negative(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not number >= 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {value!r}")
+    return number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +90,10 @@ def _load(args: argparse.Namespace) -> tuple[Config, list]:
         config.ignore = config.ignore + validate_codes(ignore, RULES, "--ignore")
     if args.cache_dir:
         config.cache_dir = args.cache_dir
+    if args.timeout_per_file is not None:
+        config.timeout_per_file = args.timeout_per_file
+    if args.max_file_size is not None:
+        config.max_file_size = int(args.max_file_size * 2**20)
     rules = config.enabled_rules(RULES)
     return config, rules
 
@@ -96,9 +114,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     findings, problems = result.findings, result.all_problems
     text = output.render(args.format, findings, problems, rules)
     if args.output_file:
-        Path(args.output_file).write_text(text, encoding="utf-8")
+        try:
+            Path(args.output_file).write_text(text, encoding="utf-8", errors="surrogateescape")
+        except OSError as exc:
+            print(f"hp-invariants: cannot write the report to {args.output_file}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 2
     else:
-        sys.stdout.write(text)
+        _write(sys.stdout, text)
     if args.format == "text":
         fixable = sum(1 for f in findings if f.fix and f.fix.applicability.value == "safe")
         files = len({f.path for f in findings})
@@ -113,11 +136,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def _write(stream, text: str) -> None:
+    """Write ``text`` even if it holds characters the stream cannot encode (a file name with
+    undecodable bytes arrives as surrogates): those are written backslash-escaped."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
 def _fix_one(task: tuple) -> object:
     from hp_invariants import fixer
 
-    path, rules, options, project, unsafe, write = task
-    return fixer.fix_file(path, rules, options, project, unsafe=unsafe, write=write)
+    path, rules, options, project, unsafe, write, timeout, max_size = task
+    return fixer.fix_file(path, rules, options, project, unsafe=unsafe, write=write,
+                          timeout=timeout, max_size=max_size)
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
@@ -127,11 +161,17 @@ def cmd_fix(args: argparse.Namespace) -> int:
     config, rules = _load(args)
     project = engine.Project(cache_dir=config.cache_dir, use_cache=not args.no_cache)
     files, problems = iter_python_files(args.paths or ["."], config)
+    if not args.diff:  # temp files of a run killed mid-write (see fixer.write_atomically)
+        from hp_invariants import fixer
+
+        for folder in sorted({os.path.dirname(os.path.realpath(p)) for p in files}):
+            for stale in fixer.remove_stale_temp_files(folder):
+                print(f"hp-invariants: removed {stale}, left by an interrupted run", file=sys.stderr)
     tasks = []
     for path in files:
         ignored = config.ignored_for_path(path, rules)
         tasks.append((path, [r for r in rules if r.rule_id not in ignored], config.options, project,
-                      args.unsafe_fixes, not args.diff))
+                      args.unsafe_fixes, not args.diff, config.timeout_per_file, config.max_file_size))
     jobs = max(1, min(_jobs(args.jobs), len(tasks) or 1))
     if jobs > 1:
         import multiprocessing
@@ -153,15 +193,15 @@ def cmd_fix(args: argparse.Namespace) -> int:
             changed_files += 1
             fixed += len(outcome.applied)
             if args.diff:
-                sys.stdout.write(res.diff)
+                _write(sys.stdout, res.diff)
             elif res.skipped:
                 problems.append(engine.FileProblem("F0001", "fatal", res.path, 1, 0, res.skipped,
                                                    "re-run after the file is writable and unchanged"))
         if outcome.rejected:
             print(f"{res.path}: {outcome.rejected}", file=sys.stderr)
         remaining.extend(outcome.remaining)
-    sys.stdout.write(output.format_text(remaining, problems) if not args.diff else
-                     output.format_text([], problems))
+    _write(sys.stdout, output.format_text(remaining, problems) if not args.diff else
+           output.format_text([], problems))
     verb = "would fix" if args.diff else "fixed"
     print(f"{verb} {fixed} finding(s) in {changed_files} file(s); {len(remaining)} left that need a manual fix"
           + ("" if args.unsafe_fixes else " or --unsafe-fixes") + ".", file=sys.stderr)
@@ -212,6 +252,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `hp-invariants check | head`: stop quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
+    except Exception:  # noqa: BLE001 - an uncaught exception would exit 1, which means "findings"
+        import traceback
+
+        traceback.print_exc()
+        print("hp-invariants: internal error (the traceback above); please report it. Exit 2.", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

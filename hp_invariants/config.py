@@ -9,6 +9,9 @@ Keys (kebab-case, as ruff and pylint spell them):
 * ``report-unused-suppressions``: report ``# pylint: disable``/``# noqa`` comments for our rules
   that suppress nothing (``I9500 useless-suppression``);
 * ``cache-dir``: where the E9503 class index is cached;
+* ``timeout-per-file``: seconds of analysis per file before it is skipped with ``F0003`` (default
+  10; 0 disables the budget);
+* ``max-file-size``: MiB; larger files are not read and get ``F0004`` (default 5; 0: no limit);
 * every rule option by name (``local-tensor-attrs = ["_local_tensor"]``, see ``hp-invariants rules``).
 
 Errors raise :class:`ConfigError` naming the file and the key; the CLI turns that into exit 2.
@@ -25,6 +28,12 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from hp_invariants.model import Option, Rule
+
+#: Default per-file analysis budget in seconds (``timeout-per-file``; 0 disables it).
+DEFAULT_TIMEOUT = 10.0
+#: Default size limit in bytes (``max-file-size``, configured in MiB; 0 disables it). Parsing costs
+#: about 110 MB of memory and up to a second per MB of source; the largest file of torch is 1.4 MB.
+DEFAULT_MAX_FILE_SIZE = 5 * 2**20
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
@@ -57,6 +66,8 @@ GENERAL_KEYS = {
     "per-file-ignores",
     "report-unused-suppressions",
     "cache-dir",
+    "timeout-per-file",
+    "max-file-size",
 }
 
 
@@ -88,6 +99,13 @@ def _check_list(value: Any, key: str, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{where}: '{key}' must be a list of strings, got {value!r}")
     return list(value)
+
+
+def check_number(value: Any, key: str, where: str) -> float:
+    """Return ``value`` as a float if it is a number >= 0 (not a boolean); raise :class:`ConfigError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        raise ConfigError(f"{where}: '{key}' must be a number >= 0, got {value!r}")
+    return float(value)
 
 
 def coerce_option(option: Option, value: Any, where: str) -> Any:
@@ -127,6 +145,8 @@ class Config:
     cache_dir: str | None = None
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = ""
+    timeout_per_file: float = DEFAULT_TIMEOUT
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
     # ------------------------------------------------------------------ rule selection
     def enabled_rules(self, rules: Sequence[Rule]) -> list[Rule]:
@@ -204,13 +224,18 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
     config = Config(root=root)
     path = pyproject or root / "pyproject.toml"
     if not path.is_file():
+        if pyproject is not None:  # named explicitly (--config): its absence is an error
+            raise ConfigError(f"{path}: configuration file not found")
         return config
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read configuration: {exc}") from exc
-    table = data.get("tool", {}).get("hp-invariants")
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: 'tool' must be a table")
+    table = tool.get("hp-invariants")
     if table is None:
         return config
     where = f"{path} [tool.hp-invariants]"
@@ -242,6 +267,10 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
             if not isinstance(value, str):
                 raise ConfigError(f"{where}: '{key}' must be a string, got {value!r}")
             config.cache_dir = str((root / value).resolve())
+        elif key == "timeout-per-file":
+            config.timeout_per_file = check_number(value, key, where)
+        elif key == "max-file-size":
+            config.max_file_size = int(check_number(value, key, where) * 2**20)
         elif key in options_by_name:
             rule, opt = options_by_name[key]
             config.options.setdefault(rule.rule_id, {})[key] = coerce_option(opt, value, where)

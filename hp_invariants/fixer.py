@@ -9,12 +9,18 @@ is rolled back and the run stops there.
 from __future__ import annotations
 
 import ast
+import os
+import re
+import stat
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from hp_invariants import engine
 from hp_invariants.model import Applicability, Finding, Rule
-from hp_invariants.source import SourceFile
+from hp_invariants.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT
+from hp_invariants.source import SourceFile, read_source_bytes
 
 MAX_ROUNDS = 10
 
@@ -130,22 +136,33 @@ def unified_diff(path: str, before: str, after: str) -> str:
     ))
 
 
-def write_atomically(path: str, data: bytes, expected_stat: Any = None) -> str:
+#: Temp files of :func:`write_atomically`: ``.hp-invariants-<pid>-<random>.tmp`` in the target's
+#: folder (never ``*.py``, so never picked up as source). One left behind by a killed run is
+#: removed by the next ``fix`` run over that folder (:func:`remove_stale_temp_files`).
+TEMP_PREFIX = ".hp-invariants-"
+TEMP_SUFFIX = ".tmp"
+_TEMP_NAME = re.compile(r"\.hp-invariants-(\d+)-[A-Za-z0-9_]+\.tmp")
+
+
+def write_atomically(path: str, data: bytes, expected_stat: Any = None, expected: bytes | None = None) -> str:
     """Replace the file at ``path`` with ``data`` via a temp file in the same folder + rename.
 
-    Keeps the permission bits. Returns ``""`` on success, else why nothing was written: the file
-    is read-only, or it changed on disk since ``expected_stat`` (``os.stat`` result taken when it
-    was read: mtime and size are compared). The temp file is removed on any failure, so a crash
-    leaves either the old or the new file.
+    Keeps the permission bits (and owner and group where allowed); a symlink is kept and its
+    target replaced. Returns ``""`` on success, else why nothing was written: the file is
+    read-only (by its mode bits, so also when running as root), it changed on disk since it was
+    read (``expected_stat``: the ``os.stat`` result taken when it was read, mtime and size are
+    compared; ``expected``: the bytes read, compared again just before the rename), or the
+    write failed (``OSError``: a read-only folder, a full disk). The temp file is removed on any
+    failure; because the rename is atomic, a run killed at any point leaves either the old or the
+    new file, never a mix (at worst a stale temp file, see :data:`TEMP_PREFIX`).
     """
-    import os
-    import tempfile
-
     target = os.path.realpath(path)
     try:
         current = os.stat(target)
     except OSError as exc:
         return f"cannot stat: {exc.strerror}"
+    if not stat.S_ISREG(current.st_mode):
+        return "not a regular file; not overwritten"
     if expected_stat is not None and (
         current.st_mtime_ns != expected_stat.st_mtime_ns or current.st_size != expected_stat.st_size
     ):
@@ -153,21 +170,94 @@ def write_atomically(path: str, data: bytes, expected_stat: Any = None) -> str:
     if not current.st_mode & 0o222 or not os.access(target, os.W_OK):
         return "read-only; not overwritten"  # checked by mode bits too: root may write anything
     folder = os.path.dirname(target)
-    fd, tmp = tempfile.mkstemp(prefix=".hp-invariants-", suffix=".tmp", dir=folder)
+    tmp = ""
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX, dir=folder)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, current.st_mode & 0o7777)
+        os.chmod(tmp, stat.S_IMODE(current.st_mode))
+        if hasattr(os, "chown"):
+            try:
+                os.chown(tmp, current.st_uid, current.st_gid)
+            except OSError:
+                pass  # not allowed to give it away: the new file belongs to us
+        if expected is not None:
+            with open(target, "rb") as handle:
+                if handle.read(len(expected) + 1) != expected:
+                    os.unlink(tmp)
+                    return "changed on disk since it was read; not overwritten"
         os.replace(tmp, target)
+        tmp = ""
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        return f"cannot write: {exc.strerror or exc}; left unchanged"
     except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _fsync_folder(folder)
+    return ""
+
+
+def _unlink_quietly(path: str) -> None:
+    if path:
         try:
-            os.unlink(tmp)
+            os.unlink(path)
         except OSError:
             pass
-        raise
-    return ""
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make the rename durable (best effort; not possible on every platform)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. PermissionError: it exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temp_files(folder: str) -> list[str]:
+    """Remove the temp files of :func:`write_atomically` left in ``folder`` by a killed run.
+
+    Only files named ``.hp-invariants-<pid>-*.tmp`` whose process no longer exists are removed
+    (a concurrent ``fix`` run keeps its own). Returns the removed paths; never raises. Does nothing
+    on Windows, where process ids cannot be probed this way.
+    """
+    if sys.platform == "win32":
+        return []
+    removed = []
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return []
+    for name in names:
+        match = _TEMP_NAME.fullmatch(name)
+        if match and not _pid_alive(int(match.group(1))):
+            full = os.path.join(folder, name)
+            try:
+                os.unlink(full)
+                removed.append(full)
+            except OSError:
+                pass
+    return removed
 
 
 def fix_file(
@@ -177,28 +267,36 @@ def fix_file(
     project: Any = None,
     unsafe: bool = False,
     write: bool = True,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    max_size: int | None = DEFAULT_MAX_FILE_SIZE,
 ) -> FileFixResult:
     """Fix one file in place (``write``) or only compute the diff.
 
-    Never raises for bad input: unreadable, undecodable or unparsable files get ``problem`` set
-    and are left untouched. ``project`` is an :class:`hp_invariants.engine.Project` or ``None``.
+    Never raises for bad input, and then never touches the file: unreadable, undecodable,
+    unparsable, too large (``max_size`` bytes) or too slow (``timeout`` seconds for all fix
+    rounds, see :func:`hp_invariants.engine.guarded`) files get ``problem`` set. A file that is
+    read-only or changed on disk while it was being fixed is not written (``skipped`` says why).
+    ``project`` is an :class:`hp_invariants.engine.Project` or ``None``.
     """
-    import os
-
     result = FileFixResult(path=path)
     try:
-        before_stat = os.stat(path)
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        raw, before_stat = read_source_bytes(path, max_size)
         source = SourceFile.from_bytes(path, raw)
         project_fn = (lambda: project.index_for(path)) if project is not None else None
-        result.outcome = fix_source(source, rules, options, project_fn, unsafe=unsafe)
+        result.outcome = engine.guarded(
+            lambda: fix_source(source, rules, options, project_fn, unsafe=unsafe), timeout)
+        data = source.encode(result.outcome.text) if result.outcome.changed else raw
+    except engine.AnalysisTimeout as exc:
+        result.outcome = None
+        result.problem = engine.problem(path, exc, timeout)
+        return result
     except Exception as exc:  # noqa: BLE001 - reported per file, run continues
+        result.outcome = None
         result.problem = engine.problem(path, exc)
         return result
     if result.outcome.changed:
         result.diff = unified_diff(path, source.text, result.outcome.text)
         if write:
-            result.skipped = write_atomically(path, source.encode(result.outcome.text), before_stat)
+            result.skipped = write_atomically(path, data, before_stat, raw)
             result.written = not result.skipped
     return result

@@ -8,8 +8,11 @@ columns.
 
 from __future__ import annotations
 
+import errno
 import io
+import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -21,6 +24,47 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 class SourceDecodeError(ValueError):
     """The bytes of a file cannot be decoded as Python source (bad cookie, invalid bytes, NUL)."""
+
+
+class NotRegularFileError(OSError):
+    """The path names a folder, a FIFO, a device or a socket, not a regular file."""
+
+
+class FileTooLargeError(OSError):
+    """The file is larger than the configured limit (``max-file-size``); it was not read."""
+
+    def __init__(self, path: str, size: int, limit: int):
+        super().__init__(errno.EFBIG, f"{size / 2**20:.1f} MiB is over the {limit / 2**20:g} MiB limit", path)
+        self.size = size
+        self.limit = limit
+
+
+def read_source_bytes(path: str, max_size: int | None = None) -> tuple[bytes, os.stat_result]:
+    """Return the bytes of the regular file at ``path`` and its ``os.stat`` result.
+
+    Safe on anything a walk or a command line can name: the file is opened non-blocking (a FIFO
+    named ``x.py`` cannot hang the run) and checked with ``fstat`` before reading. Raises
+    ``OSError`` (missing, unreadable, symlink loop), :class:`NotRegularFileError` (folder, FIFO,
+    device, socket) and :class:`FileTooLargeError` when the file is over ``max_size`` bytes (then at
+    most ``max_size + 1`` bytes are read, so memory stays bounded).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise NotRegularFileError(errno.EISDIR, "is a folder, not a file", path)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFileError(errno.EINVAL, "not a regular file (FIFO, device or socket)", path)
+        if max_size is not None and max_size > 0 and info.st_size > max_size:
+            raise FileTooLargeError(path, info.st_size, max_size)
+        with open(fd, "rb", closefd=False) as handle:
+            raw = handle.read() if not max_size or max_size <= 0 else handle.read(max_size + 1)
+    finally:
+        os.close(fd)
+    if max_size is not None and max_size > 0 and len(raw) > max_size:  # grew while being read
+        raise FileTooLargeError(path, len(raw), max_size)
+    return raw, info
 
 
 @dataclass
@@ -49,11 +93,13 @@ class SourceFile:
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         except SyntaxError as exc:  # unknown encoding / BOM with a different cookie
-            raise SourceDecodeError(str(exc)) from exc
+            raise SourceDecodeError(f"bad coding cookie or BOM ({exc})") from exc
         bom = encoding == "utf-8-sig"
         try:
+            if b"#\n".decode(encoding) != "#\n":  # utf-16/32 cookie: the interpreter refuses these too
+                raise SourceDecodeError(f"coding cookie names {encoding!r}, which is not ASCII-compatible")
             text = raw.decode(encoding)
-        except (UnicodeDecodeError, LookupError) as exc:
+        except (UnicodeError, LookupError) as exc:
             raise SourceDecodeError(f"cannot decode as {encoding}: {exc}") from exc
         if bom:
             encoding = "utf-8"
