@@ -18,6 +18,8 @@ from pylint.constants import WarningScope
 from pylint.interfaces import CONTROL_FLOW, HIGH, INFERENCE, UNDEFINED
 
 from hp_invariants import engine, suppressions
+from hp_invariants.config import DEFAULT_TIMEOUT
+from hp_invariants.config import DEFAULT_TIMEOUT
 from hp_invariants.model import Confidence, Option
 from hp_invariants.registry import RULES
 from hp_invariants.source import SourceDecodeError, SourceFile
@@ -37,6 +39,8 @@ _CONFIDENCE = {
 def _pylint_option(option: Option) -> tuple[str, dict[str, Any]]:
     if option.kind == "bool":
         spec = {"default": option.default, "type": "yn", "metavar": "<y or n>"}
+    elif option.kind == "regexp_csv":  # pylint compiles these: a bad regex is a clear pylint usage error
+        spec = {"default": tuple(option.default), "type": "regexp_csv", "metavar": "<comma separated regexes>"}
     else:
         spec = {"default": tuple(option.default), "type": "csv", "metavar": "<comma separated names>"}
     spec["help"] = option.help
@@ -48,7 +52,9 @@ class HpInvariantsChecker(BaseRawFileChecker):
 
     Input: pylint's module node (only its bytes and path are used). Output: pylint messages
     E9501-E9504 with pylint confidences. Files we cannot decode or parse are left to pylint's own
-    ``syntax-error``; an unexpected internal error becomes one ``F9500`` message, never a traceback.
+    ``syntax-error``; an unexpected internal error or a file too deeply nested becomes one ``F9500``
+    message, an exhausted per-file time budget (option ``hp-invariants-timeout``, as the CLI's
+    ``--timeout-per-file``) one ``F9501`` message; never a traceback.
     """
 
     name = "hp-invariants"
@@ -62,7 +68,19 @@ class HpInvariantsChecker(BaseRawFileChecker):
         "The hp-invariants analysis raised an unexpected error on this module; please report it.",
         {"scope": WarningScope.NODE},
     )
-    options = tuple(_pylint_option(opt) for rule in RULES for opt in rule.options)
+    msgs["F9501"] = (
+        "hp-invariants skipped this module: analysis took longer than %s s",
+        "hp-invariants-timeout",
+        "The hp-invariants analysis of this module ran over its per-file time budget "
+        "(option hp-invariants-timeout) and was stopped; the module was not checked by hp-invariants.",
+        {"scope": WarningScope.NODE},
+    )
+    options = tuple(_pylint_option(opt) for rule in RULES for opt in rule.options) + (
+        ("hp-invariants-timeout", {
+            "default": DEFAULT_TIMEOUT, "type": "float", "metavar": "<seconds>",
+            "help": "Per-module time budget of the hp-invariants analysis in seconds (0: no limit).",
+        }),
+    )
 
     def __init__(self, linter: "PyLinter") -> None:
         super().__init__(linter)
@@ -98,13 +116,27 @@ class HpInvariantsChecker(BaseRawFileChecker):
             return
         try:
             tree = engine.parse(source)
-        except (SyntaxError, ValueError, RecursionError):
+        except (SyntaxError, ValueError):
             return  # pylint reports syntax-error itself
+        except (RecursionError, MemoryError):
+            tree = None  # retried on a deep stack by engine.guarded below
+        path = node.file
+        timeout = getattr(self.linter.config, "hp_invariants_timeout", DEFAULT_TIMEOUT)
+
+        def work() -> tuple[Any, list]:
+            parsed = tree if tree is not None else engine.parse(source)
+            return parsed, engine.analyze(source, parsed, active, options,
+                                          project=lambda: self._project.index_for(path), use_prefilter=False)
+
         try:
-            findings = engine.analyze(
-                source, tree, active, options,
-                project=lambda: self._project.index_for(node.file), use_prefilter=False,
-            )
+            tree, findings = engine.guarded(work, timeout)
+        except engine.AnalysisTimeout:
+            self.add_message("F9501", line=1, node=node, args=(f"{timeout:g}",))
+            return
+        except (RecursionError, MemoryError) as exc:
+            self.add_message("F9500", line=1, node=node,
+                             args=(f"too deeply nested to analyse ({type(exc).__name__})",))
+            return
         except Exception as exc:  # noqa: BLE001 - report, never crash pylint
             self.add_message("F9500", line=1, node=node, args=(f"{type(exc).__name__}: {exc}",))
             return
