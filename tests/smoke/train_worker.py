@@ -70,13 +70,17 @@ def train(rank: int, world_size: int, port: int, module_path: str, steps: int, o
 
 
 def main(argv: list[str]) -> int:
-    """Run WORLD ranks of :func:`train` (spawned when WORLD > 1); 0 when all of them succeed."""
+    """Run WORLD ranks of :func:`train` (child processes when WORLD > 1); 0 when all succeed."""
     module_path, world_size, steps, out = argv[0], int(argv[1]), int(argv[2]), argv[3]
     port = free_port()
     if world_size == 1:  # no child process needed: saves a second torch import
         train(0, 1, port, module_path, steps, out)
         return 0
-    mp.spawn(train, args=(world_size, port, module_path, steps, out), nprocs=world_size, join=True)
+    # fork (Linux) saves each rank a torch import; the parent has run no torch op nor started
+    # threads yet. Elsewhere spawn.
+    start_method = "fork" if sys.platform.startswith("linux") else "spawn"
+    mp.start_processes(train, args=(world_size, port, module_path, steps, out),
+                       nprocs=world_size, join=True, start_method=start_method)
     return 0
 
 
