@@ -284,3 +284,12 @@ def test_codemod_fixture_is_applied_until_stable_and_idempotent(path):
         assert outcome.text == expected_path.read_text()
         again = fixer.fix_source(SourceFile.from_bytes(str(path), outcome.text.encode()), [RULE], unsafe=unsafe)
         assert not again.changed
+
+
+def test_walk_call_text_gate():
+    from hp_invariants.rules.wrap_overlap_hard_raise import has_walk_call_text
+
+    assert has_walk_call_text("for n, c in net.cells_and_names ():\n")
+    assert has_walk_call_text("x = (m.named_modules\n())")
+    assert has_walk_call_text("x = m.name_cells \\\n()")
+    assert not has_walk_call_text("self.modules = []\n_no_split_modules = ['x']\nchildren: list\n")
