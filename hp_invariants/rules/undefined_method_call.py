@@ -1,17 +1,668 @@
-"""E9503 `undefined-method-call` (placeholder: the detection is being written)."""
+"""# E9503 undefined-method-call
+
+## What it does
+Flags a method call whose receiver's class is known precisely and where no class of that
+receiver's MRO defines the method and no assignment in the hierarchy creates it:
+
+* `self.m(...)` and `cls.m(...)` inside a class's methods, and `super().m(...)`;
+* `self.child.m(...)` where `self.child` is assigned only in `__init__`, only from the constructor
+  of one project class (`self.language_model = TextModel(config)`);
+* `p.m(...)` where the parameter `p` is annotated with a project class (confidence INFERENCE,
+  since a subclass instance may be passed: a subclass that defines `m` silences it).
+
+Ancestors are resolved across the files of the project (the nearest folder holding
+`pyproject.toml`, `setup.py`, `setup.cfg` or `.git`), and framework bases come from a bundled
+catalog generated from the real libraries (`torch.nn.Module` and its containers,
+`torch.autograd.Function`, `transformers.PreTrainedModel` and its mixins, `mindspore.nn.Cell`,
+builtins and common stdlib bases; `scripts/gen_framework_catalog.py` regenerates it), so the rule
+needs no torch at lint time.
+
+A name counts as defined when the class or an ancestor has a method, property, staticmethod or
+classmethod, a class attribute or nested class of that name, or assigns it: `self.m = ...`,
+`cls.m = ...`, `setattr(self, "m", ...)`, `self.add_module("m", ...)`,
+`register_module`/`register_buffer`/`register_parameter`, `object.__setattr__(self, "m", ...)`,
+or `Cls.m = ...` anywhere in the project.
+
+No message when:
+
+* an ancestor or the metaclass is unknown (a library class not in the catalog, an expression
+  such as `namedtuple(...)`, a name bound in several ways);
+* a class of the hierarchy defines `__getattr__`/`__getattribute__` (the registry `__getattr__`
+  of `torch.nn.Module` and `mindspore.nn.Cell` does not count: it only serves submodules,
+  parameters and buffers, which are created by the assignments the rule sees), sets computed
+  names (`setattr(self, name, v)`, `self.__dict__` writes), or is a metaclass;
+* the class or an ancestor has a decorator matching `member-adding-decorators`;
+* the class is *mixin-like* and a project subclass defines or assigns `m` (the template-method
+  pattern). Mixin-like means: its name matches `mixin-class-names` (default `.*Mixin.*`), or it
+  is abstract (an `ABC`/`ABCMeta` base or an `@abstractmethod`), or its name is never called as
+  a constructor anywhere in the project (`Name(...)`/`mod.Name(...)`). A class that is
+  instantiated somewhere is concrete: its own instances would raise;
+* for `super().m(...)`: a project subclass mixes in another base that defines `m` (cooperative
+  multiple inheritance), or the class is mixin-like by name;
+* the call is guarded: `hasattr(self, "m")` or `getattr(self, "m", ...)` in the same function,
+  inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare),
+  or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
+* the class matches `ignored-classes`.
+
+## Why is this bad?
+The call raises `AttributeError` the first time it runs, and pylint's `no-member` stays silent
+on `self` calls whose bases it cannot infer (torch modules). In hyper-parallel a docstring
+clean-up (66 files at once) deleted `Qwen3VLMoeModel.get_input_embeddings` while `forward` still
+called it; the VL-MoE example died at its first forward step with:
+
+```text
+AttributeError: 'Qwen3VLMoeModel' object has no attribute 'get_input_embeddings'
+```
+
+## Example
+```python
+from torch import nn
+
+
+class VisionLanguageModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.language_model = TextModel(config)
+
+    def forward(self, input_ids, inputs_embeds=None):
+        if inputs_embeds is None:
+            inputs_embeds = self.get_input_embeddings()(input_ids)
+        return self.language_model(inputs_embeds=inputs_embeds)
+```
+
+## Use instead
+```python
+from torch import nn
+
+
+class VisionLanguageModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.language_model = TextModel(config)
+
+    def get_input_embeddings(self):
+        return self.language_model.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.language_model.embed_tokens = value
+
+    def forward(self, input_ids, inputs_embeds=None):
+        if inputs_embeds is None:
+            inputs_embeds = self.get_input_embeddings()(input_ids)
+        return self.language_model(inputs_embeds=inputs_embeds)
+```
+
+## Fix safety
+For the transformers accessor pairs (`get/set_input_embeddings`, `get/set_output_embeddings`,
+`get/set_decoder`) called on `self`, the fix inserts the missing methods of the pair, with
+docstrings, right after `__init__`, returning (and replacing) the attribute found by analysis:
+the class's own attribute assigned in `__init__` (`self.embed_tokens`, `self.wte`,
+`self.word_embeddings`, `self.tok_embeddings`, `self.embed_in`, `self.shared`; `self.lm_head`,
+`self.embed_out`; `self.decoder`, `self.model`, `self.language_model`, `self.transformer`), or one
+hop into a child model built in `__init__` from a project class that defines it
+(`self.language_model.embed_tokens`). The fix is **safe**: it only adds methods that did not
+exist, so no existing behaviour changes, and the added accessor returns the same module that the
+transformers convention expects. When no such attribute is found, or for any other method, the
+rule reports only (the right body cannot be known).
+
+## Options
+* `mixin-class-names` (regexp list, default `.*Mixin.*`): classes treated as mixins.
+* `member-adding-decorators` (regexp list, matched against the decorator's last name; default
+  `add_metaclass`, `with_metaclass`, `s`, `attrs`, `define`, `frozen`, `mutable`,
+  `make_lazy_class`, `inherit_fields_from`, `use_kernelized_func`): class decorators that may add
+  members; classes carrying one (or inheriting from one that does) are not checked.
+* `ignored-classes` (regexp list, default empty): qualified or simple class names never checked.
+
+## References
+* Incident: hyper-parallel issue 230, item 3 (`Qwen3VLMoeModel.get_input_embeddings` deleted).
+* Python data model, attribute lookup and `super()`:
+  https://docs.python.org/3/reference/datamodel.html#customizing-attribute-access
+* transformers `PreTrainedModel.get_input_embeddings` / `set_input_embeddings`.
+* pylint `no-member` (E1101), which skips classes whose bases it cannot infer.
+"""
 
 from __future__ import annotations
 
-from hp_invariants.model import Rule
+import ast
+import difflib
+import re
+from typing import Iterable, Iterator
+
+from hp_invariants.astutil import dotted_name
+from hp_invariants.class_index import (
+    CatalogEntry,
+    ClassIndex,
+    ClassKey,
+    Hierarchy,
+    UNKNOWN,
+    class_nodes,
+    module_name,
+    qualify,
+    summarize,
+)
+from hp_invariants.model import Applicability, Confidence, Edit, Finding, Option, Rule
+
+ACCESSOR_PAIRS: dict[str, tuple[str, str, str]] = {
+    "get_input_embeddings": ("input", "get_input_embeddings", "set_input_embeddings"),
+    "set_input_embeddings": ("input", "get_input_embeddings", "set_input_embeddings"),
+    "get_output_embeddings": ("output", "get_output_embeddings", "set_output_embeddings"),
+    "set_output_embeddings": ("output", "get_output_embeddings", "set_output_embeddings"),
+    "get_decoder": ("decoder", "get_decoder", "set_decoder"),
+    "set_decoder": ("decoder", "get_decoder", "set_decoder"),
+}
+"""The transformers accessor pairs the fix can generate."""
+
+ACCESSOR_ATTRS: dict[str, tuple[str, ...]] = {
+    "input": ("embed_tokens", "wte", "word_embeddings", "tok_embeddings", "embed_in", "shared"),
+    "output": ("lm_head", "embed_out"),
+    "decoder": ("decoder", "model", "language_model", "transformer"),
+}
+"""Attribute names (in preference order) an accessor of each kind returns."""
+
+ACCESSOR_DOCS = {
+    "input": ("Return the module that embeds input ids", "Replace the module that embeds input ids"),
+    "output": ("Return the output projection (LM head)", "Replace the output projection (LM head)"),
+    "decoder": ("Return the decoder model", "Replace the decoder model"),
+}
+
+CLS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
+CATCHING = frozenset({"AttributeError", "Exception", "BaseException"})
+GUARD_CALLS = frozenset({"isinstance", "issubclass", "type", "hasattr", "getattr", "callable"})
 
 
 class UndefinedMethodCall(Rule):
-    """E9503 `undefined-method-call`."""
+    """E9503: a call of a method that no class of the receiver's MRO defines or assigns.
+
+    Inputs: the file's tree and the project's :class:`~hp_invariants.class_index.ClassIndex`
+    (``ctx.project()``), overlaid with a fresh summary of the current tree. Output: findings at
+    the ``receiver.m`` attribute node, with a safe fix for the transformers accessor pairs.
+    The invariant comes from Python's attribute lookup: a name found neither on the instance nor
+    in ``type(obj).__mro__`` raises ``AttributeError``.
+    """
 
     rule_id = "E9503"
     symbol = "undefined-method-call"
-    summary = "undefined-method-call"
-    msg = "%s"
+    summary = "Call of a method that no class of the receiver's MRO defines (AttributeError at run time)"
+    msg = "'%s' object has no attribute '%s': no class in its MRO defines or assigns it%s"
+    description = (
+        "Used when self.m(), cls.m(), super().m(), or a call on a receiver of precisely known class "
+        "names a method that no class of the MRO defines and no assignment creates; it raises "
+        "AttributeError at run time (hyper-parallel: Qwen3VLMoeModel.get_input_embeddings deleted "
+        "while forward still called it)."
+    )
+    options = (
+        Option("mixin-class-names", "regexp_csv", (".*Mixin.*",),
+               "Class names treated as mixins: no message when a project subclass defines the method."),
+        Option("member-adding-decorators", "regexp_csv",
+               ("add_metaclass", "with_metaclass", "s", "attrs", "define", "frozen", "mutable",
+                "make_lazy_class", "inherit_fields_from", "use_kernelized_func"),
+               "Class decorators (last name) that may add members; such classes are not checked."),
+        Option("ignored-classes", "regexp_csv", (),
+               "Classes (simple or qualified name) whose method calls are never checked."),
+    )
+    prefilter = ("def",)
+    needs_project = True
 
-    def check(self, ctx):
-        return ()
+    # ------------------------------------------------------------------ entry point
+    def check(self, ctx) -> Iterator[Finding]:
+        """Yield the findings of one file (see the module docstring for the shapes)."""
+        if ctx.path.endswith(".pyi") or ctx.project is None:
+            return
+        index: ClassIndex = ctx.project()
+        module, is_package = module_name(ctx.path)
+        nodes: dict[str, ast.ClassDef] = {}
+        functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        summary = index.cached_summary(ctx.path, ctx.source.encode())
+        if summary is None or summary.module != module:
+            summary = summarize(ctx.tree, module, is_package, nodes, functions)
+        else:
+            class_nodes(ctx.tree, module, is_package, nodes, functions)
+        view = index.overlay(ctx.path, summary)
+        file_no = view.file_index(ctx.path)
+        state = _State(ctx, self, view, file_no, summary.imports)
+        for qual, class_node in nodes.items():
+            if view.summary((file_no, qual)) is not None:
+                yield from state.check_class((file_no, qual), class_node)
+        yield from state.check_annotated(functions)
+
+
+class _State:
+    """Per-file working state of :class:`UndefinedMethodCall`."""
+
+    def __init__(self, ctx, rule: UndefinedMethodCall, view: ClassIndex, file_no: int, imports: dict[str, str]):
+        self.ctx = ctx
+        self.rule = rule
+        self.view = view
+        self.file_no = file_no
+        self.imports = imports
+        self.mixin_names = tuple(re.compile(p) for p in ctx.option(rule, "mixin-class-names"))
+        self.adding_decorators = tuple(re.compile(p) for p in ctx.option(rule, "member-adding-decorators"))
+        self.ignored = tuple(re.compile(p) for p in ctx.option(rule, "ignored-classes"))
+
+    # ------------------------------------------------------------------ class facts
+    def checkable(self, key: ClassKey, hier: Hierarchy) -> bool:
+        """True when every ancestor is known and nothing can add members behind the source's back."""
+        if hier.unknown or hier.dynamic or hier.is_type:
+            return False
+        for k in (key, *hier.ancestors):
+            summary = self.view.summary(k)
+            if summary is None:
+                return False
+            for dec in summary.decorators:
+                last = dec.rsplit(".", 1)[-1]
+                if dec == UNKNOWN or any(p.fullmatch(last) for p in self.adding_decorators):
+                    return False
+        name = self.view.class_name(key)
+        return not any(p.fullmatch(name) or p.fullmatch(key[1].rsplit(".", 1)[-1]) for p in self.ignored)
+
+    def mixin_like(self, key: ClassKey, hier: Hierarchy) -> bool:
+        """Mixin by name, abstract, or never constructed anywhere in the project."""
+        simple = key[1].rsplit(".", 1)[-1]
+        if any(p.fullmatch(simple) for p in self.mixin_names):
+            return True
+        return hier.abstract or not self.view.constructed(simple)
+
+    def subclass_provides(self, key: ClassKey, name: str) -> bool:
+        """True when a project subclass of ``key`` defines/assigns ``name`` or may (unknown/dynamic)."""
+        for sub in self.view.possible_subclasses(key):
+            hier = self.view.hierarchy(sub)
+            if name in hier.members or hier.dynamic:
+                return True
+        return False
+
+    def sibling_provides(self, key: ClassKey, hier: Hierarchy, name: str) -> bool:
+        """For ``super()``: True when a subclass mixes in another base that may provide ``name``."""
+        subs = self.view.subclasses(key)
+        line = {key, *hier.ancestors, *subs}
+        for sub in subs:
+            sub_hier = self.view.hierarchy(sub)
+            if sub_hier.unknown or sub_hier.dynamic:
+                return True
+            for other in sub_hier.ancestors - line:
+                other_summary = self.view.summary(other)
+                if other_summary is None or name in other_summary.members:
+                    return True
+            extra = set(sub_hier.catalog) - set(hier.catalog)
+            for qual in extra:
+                entry = self.view.catalog.get(qual)
+                if entry is None or name in entry.members:
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ guards
+    def guarded(self, call: ast.Call, func: ast.AST, receiver: str, name: str, guards: set) -> bool:
+        """hasattr/getattr on (receiver, name) in ``func``; try/except AttributeError; isinstance if."""
+        if (receiver, name) in guards or ("self", name) in guards and receiver == "super()":
+            return True
+        root = receiver.split(".")[0].replace("super()", "self")
+        child: ast.AST = call
+        for anc in self.ctx.ancestors(call):
+            if isinstance(anc, ast.Try) and any(child is stmt for stmt in anc.body):
+                for handler in anc.handlers:
+                    if handler.type is None or CATCHING & _handler_names(handler.type):
+                        return True
+            if isinstance(anc, (ast.If, ast.IfExp, ast.While)) and child is not anc.test and \
+                    _test_inspects(anc.test, root):
+                return True
+            if isinstance(anc, ast.BoolOp) and any(
+                    _test_inspects(v, root) for v in anc.values[: anc.values.index(child)] if child in anc.values):
+                return True
+            if anc is func:
+                break
+            child = anc
+        return False
+
+    # ------------------------------------------------------------------ findings
+    def report(self, node: ast.Attribute, class_label: str, name: str, members: Iterable[str],
+               confidence: Confidence, fix=None) -> Finding:
+        close = difflib.get_close_matches(name, sorted(m for m in members if not m.startswith("__")), n=3, cutoff=0.6)
+        hint = ("; did you mean " + ", ".join(f"'{c}'" for c in close) + "?") if close else ""
+        return self.ctx.finding(self.rule, node, args=(class_label, name, hint), confidence=confidence, fix=fix)
+
+    # ------------------------------------------------------------------ self / cls / super / self.attr
+    def check_class(self, key: ClassKey, class_node: ast.ClassDef) -> Iterator[Finding]:
+        """Check the calls inside the methods of one class."""
+        hier = self.view.hierarchy(key)
+        ok = self.checkable(key, hier)
+        simple = key[1].rsplit(".", 1)[-1]
+        if hier.unknown or hier.dynamic:
+            return
+        scans = []
+        for method in _methods(class_node.body):
+            kind = _method_kind(method)
+            args = method.args.posonlyargs + method.args.args
+            if kind == "static" or not args:
+                continue
+            receiver = args[0].arg
+            scans.append((method, kind, receiver, _Scan(method, receiver)))
+        attr_classes: dict[str, ClassKey] | None = None
+        for method, kind, receiver, scan in scans:
+            if receiver in scan.rebound:
+                continue
+            for call in scan.calls:
+                func = call.func
+                assert isinstance(func, ast.Attribute)
+                name = func.attr
+                value = func.value
+                if isinstance(value, ast.Name) and value.id == receiver and ok:
+                    if name in hier.members or self.guarded(call, method, receiver, name, scan.guards):
+                        continue
+                    if self.mixin_like(key, hier) and self.subclass_provides(key, name):
+                        continue
+                    fix = self.accessor_fix(key, hier, class_node, name) if kind == "self" else None
+                    yield self.report(func, simple, name, hier.members, Confidence.HIGH, fix)
+                elif _is_super(value, class_node.name, receiver) and ok:
+                    if name in hier.inherited or self.guarded(call, method, "super()", name, scan.guards):
+                        continue
+                    if any(p.fullmatch(simple) for p in self.mixin_names) or self.sibling_provides(key, hier, name):
+                        continue
+                    yield self.report(func, f"super({simple})", name, hier.inherited, Confidence.HIGH)
+                elif kind == "self" and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
+                        and value.value.id == receiver:
+                    if attr_classes is None:
+                        attr_classes = self.attribute_classes(key, hier, class_node, scans)
+                    if value.attr not in attr_classes:
+                        continue
+                    target = attr_classes[value.attr]
+                    target_hier = self.view.hierarchy(target)
+                    if not self.checkable(target, target_hier) or name in target_hier.members:
+                        continue
+                    if self.guarded(call, method, f"{receiver}.{value.attr}", name, scan.guards):
+                        continue
+                    yield self.report(func, target[1].rsplit(".", 1)[-1], name, target_hier.members, Confidence.HIGH)
+
+    def attribute_classes(self, key: ClassKey, hier: Hierarchy, class_node: ast.ClassDef,
+                          scans: list) -> dict[str, ClassKey]:
+        """``self.attr`` names assigned only in ``__init__``, only from one project class's constructor."""
+        assigned: dict[str, set[ClassKey | None]] = {}
+        body_names = _class_body_names(class_node)
+        for method, kind, _receiver, scan in scans:
+            if kind != "self":
+                continue
+            in_init = method.name == "__init__"
+            if True:
+                for target, value in scan.stores:
+                    cls_key = None
+                    if in_init and isinstance(value, ast.Call):
+                        resolved = self.view.resolve(qualify(value.func, self.imports), self.file_no)
+                        if type(resolved) is tuple and "__new__" not in self.view.hierarchy(resolved).own:
+                            cls_key = resolved
+                    assigned.setdefault(target, set()).add(cls_key)
+        out: dict[str, ClassKey] = {}
+        for attr, keys in assigned.items():
+            if len(keys) != 1 or None in keys or attr in body_names or attr in hier.inherited:
+                continue
+            if any(attr in self.view.hierarchy(sub).own for sub in self.view.subclasses(key)):
+                continue
+            out[attr] = next(iter(keys))
+        return out
+
+    # ------------------------------------------------------------------ annotated parameters
+    def check_annotated(self, functions: list) -> Iterator[Finding]:
+        """Calls on parameters annotated with a project class (INFERENCE)."""
+        for func in functions:
+            params = func.args.posonlyargs + func.args.args + func.args.kwonlyargs
+            typed: dict[str, ClassKey] = {}
+            for param in params:
+                if param.annotation is None or param.arg in ("self", "cls"):
+                    continue
+                if not isinstance(param.annotation, (ast.Name, ast.Attribute, ast.Constant)):
+                    continue
+                resolved = self.view.resolve(qualify(param.annotation, self.imports), self.file_no)
+                if type(resolved) is tuple:
+                    typed[param.arg] = resolved
+            if not typed:
+                continue
+            scan = _Scan(func, None)
+            for name in scan.rebound:
+                typed.pop(name, None)
+            for call in scan.calls:
+                value = call.func.value  # type: ignore[attr-defined]
+                if not (isinstance(value, ast.Name) and value.id in typed):
+                    continue
+                key = typed[value.id]
+                name = call.func.attr  # type: ignore[attr-defined]
+                hier = self.view.hierarchy(key)
+                if not self.checkable(key, hier) or name in hier.members:
+                    continue
+                if self.subclass_provides(key, name) or self.guarded(call, func, value.id, name, scan.guards):
+                    continue
+                yield self.report(call.func, key[1].rsplit(".", 1)[-1], name, hier.members, Confidence.INFERENCE)
+
+    # ------------------------------------------------------------------ the accessor fix
+    def accessor_fix(self, key: ClassKey, hier: Hierarchy, class_node: ast.ClassDef, name: str):
+        """The safe fix inserting a transformers accessor pair after ``__init__``, or ``None``."""
+        if name not in ACCESSOR_PAIRS:
+            return None
+        kind, getter, setter = ACCESSOR_PAIRS[name]
+        init = next((m for m in _methods(class_node.body) if m.name == "__init__"
+                     and not isinstance(m, ast.AsyncFunctionDef)), None)
+        if init is None or init not in class_node.body:
+            return None
+        path = self.accessor_target(kind, init)
+        if path is None:
+            return None
+        src = self.ctx.source
+        nl = src.newline()
+        def_line = src.line_text(init.lineno)
+        indent = def_line[: len(def_line) - len(def_line.lstrip())]
+        first = init.body[0]
+        unit = "    "
+        if first.lineno != init.lineno:
+            body_line = src.line_text(first.lineno)
+            body_indent = body_line[: len(body_line) - len(body_line.lstrip())]
+            if body_indent.startswith(indent) and len(body_indent) > len(indent):
+                unit = body_indent[len(indent):]
+        get_doc, set_doc = ACCESSOR_DOCS[kind]
+        chunks = []
+        if getter not in hier.members:
+            chunks.append(f"{indent}def {getter}(self):{nl}"
+                          f'{indent}{unit}"""{get_doc} (``self.{path}``)."""{nl}'
+                          f"{indent}{unit}return self.{path}{nl}")
+        if setter not in hier.members:
+            chunks.append(f"{indent}def {setter}(self, value):{nl}"
+                          f'{indent}{unit}"""{set_doc} (``self.{path}``)."""{nl}'
+                          f"{indent}{unit}self.{path} = value{nl}")
+        text = "".join(nl + chunk for chunk in chunks)
+        end = init.end_lineno
+        if end < len(src.line_starts) and src.line_starts[end] <= len(src.text):
+            position = (end + 1, 0)
+        else:  # __init__ ends the file without a final newline
+            position = (end, len(src.line_text(end)))
+            text = nl + text.rstrip("\r\n")
+        return self.ctx.make_fix([Edit(position, position, text)],
+                                 f"add {' and '.join(c.split('(')[0].split()[-1] for c in chunks)} "
+                                 f"returning self.{path}", Applicability.SAFE)
+
+    def accessor_target(self, kind: str, init: ast.FunctionDef) -> str | None:
+        """The attribute path an accessor of ``kind`` should return, found in ``__init__``."""
+        args = init.args.posonlyargs + init.args.args
+        if not args:
+            return None
+        receiver = args[0].arg
+        own: dict[str, ast.AST | None] = {}
+        for node in ast.walk(init):
+            for target, value in _self_stores(node, receiver):
+                own.setdefault(target, value)
+        wanted = ACCESSOR_ATTRS[kind]
+        for attr in wanted:
+            if attr in own:
+                return attr
+        if kind == "decoder":
+            return None
+        for attr, value in own.items():
+            if not isinstance(value, ast.Call):
+                continue
+            resolved = self.view.resolve(qualify(value.func, self.imports), self.file_no)
+            if not type(resolved) is tuple:
+                continue
+            child = self.view.hierarchy(resolved)
+            project_members = set(child.own)
+            for anc in child.ancestors:
+                anc_summary = self.view.summary(anc)
+                if anc_summary is not None:
+                    project_members |= anc_summary.members
+            for name in wanted:
+                if name in project_members:
+                    return f"{attr}.{name}"
+        return None
+
+
+# ---------------------------------------------------------------------- ast helpers
+def _methods(body: list[ast.stmt]) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Function definitions of a class body (also under if/try blocks of the body)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield stmt
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            for sub in (stmt.body, stmt.orelse, getattr(stmt, "finalbody", []),
+                        *[h.body for h in getattr(stmt, "handlers", [])]):
+                yield from _methods(sub)
+
+
+def _method_kind(method: ast.AST) -> str:
+    """``static`` (``@staticmethod``), ``cls`` (``@classmethod``, ``__new__``, ``__init_subclass__``,
+    ``__class_getitem__``) or ``self`` (anything else: the first parameter is the instance)."""
+    names = {(dotted_name(d.func if isinstance(d, ast.Call) else d) or "").rsplit(".", 1)[-1]
+             for d in method.decorator_list}
+    if "staticmethod" in names:
+        return "static"
+    if "classmethod" in names or method.name in CLS_METHODS:
+        return "cls"
+    return "self"
+
+
+class _Scan:
+    """One pass over a function: its method calls, rebound names, hasattr/getattr guards and the
+    attributes it stores on ``receiver`` (nested functions that take ``receiver`` as a parameter
+    and nested classes are not entered)."""
+
+    __slots__ = ("calls", "rebound", "guards", "stores")
+
+    def __init__(self, func: ast.AST, receiver: str | None):
+        self.calls: list[ast.Call] = []
+        self.rebound: set[str] = set()
+        self.guards: set[tuple[str, str]] = set()
+        self.stores: list[tuple[str, ast.AST | None]] = []
+        stack = list(ast.iter_child_nodes(func))
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is ast.ClassDef:
+                continue
+            if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+                if receiver is None:
+                    continue
+                a = node.args
+                params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+                params |= {a.vararg.arg} if a.vararg else set()
+                params |= {a.kwarg.arg} if a.kwarg else set()
+                if receiver in params:
+                    continue
+            elif kind is ast.Call:
+                func_node = node.func
+                if type(func_node) is ast.Attribute:
+                    self.calls.append(node)
+                elif type(func_node) is ast.Name and func_node.id in ("hasattr", "getattr") and len(node.args) >= 2:
+                    const = node.args[1]
+                    if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                        target = node.args[0]
+                        text = "super()" if _is_super(target) else dotted_name(target) or ""
+                        self.guards.add((text, const.value))
+                if receiver is not None and node.args:
+                    self.stores.extend(_self_stores(node, receiver))
+            elif kind is ast.Name:
+                if type(node.ctx) is not ast.Load:
+                    self.rebound.add(node.id)
+                continue
+            elif kind in (ast.Global, ast.Nonlocal):
+                self.rebound.update(node.names)
+            elif receiver is not None and kind in (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For,
+                                                   ast.AsyncFor, ast.With, ast.AsyncWith):
+                self.stores.extend(_self_stores(node, receiver))
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None = None) -> bool:
+    """``super()`` or ``super(ThisClass, receiver)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"):
+        return False
+    if not node.args and not node.keywords:
+        return True
+    if class_name is None or len(node.args) != 2:
+        return False
+    first, second = node.args
+    return isinstance(first, ast.Name) and first.id == class_name and \
+        isinstance(second, ast.Name) and second.id == receiver
+
+
+def _handler_names(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Tuple):
+        return {n for elt in node.elts for n in _handler_names(elt)}
+    name = dotted_name(node)
+    return {name.rsplit(".", 1)[-1]} if name else set()
+
+
+def _test_inspects(test: ast.AST, root: str) -> bool:
+    """True when ``test`` calls isinstance/issubclass/type/hasattr/getattr/callable on ``root``."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in GUARD_CALLS \
+                and node.args:
+            arg = dotted_name(node.args[0]) or ""
+            if arg.split(".")[0] == root or _is_super(node.args[0]):
+                return True
+    return False
+
+
+def _class_body_names(class_node: ast.ClassDef) -> set[str]:
+    """Names bound directly in a class body (defs, nested classes, class attributes)."""
+    names: set[str] = set()
+    for stmt in ast.walk(ast.Module(body=list(class_node.body), type_ignores=[])):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Name) and isinstance(stmt.ctx, ast.Store):
+            names.add(stmt.id)
+    return names
+
+
+def _self_stores(node: ast.AST, receiver: str) -> list[tuple[str, ast.AST | None]]:
+    """``(attr, value)`` pairs a statement/call stores on ``receiver`` (value None when unknown)."""
+    out: list[tuple[str, ast.AST | None]] = []
+
+    def targets(target: ast.AST, value: ast.AST | None) -> None:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == receiver:
+            out.append((target.attr, value))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                targets(elt, None)
+        elif isinstance(target, ast.Starred):
+            targets(target.value, None)
+
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            targets(target, node.value if len(node.targets) == 1 else None)
+    elif isinstance(node, ast.AnnAssign):
+        targets(node.target, node.value)
+    elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor)):
+        targets(node.target, None)
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        for item in node.items:
+            if item.optional_vars is not None:
+                targets(item.optional_vars, None)
+    elif isinstance(node, ast.NamedExpr):
+        pass
+    elif isinstance(node, ast.Call) and node.args:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) >= 2 and \
+                isinstance(node.args[0], ast.Name) and node.args[0].id == receiver:
+            attr = node.args[1]
+            out.append((attr.value if isinstance(attr, ast.Constant) and isinstance(attr.value, str) else "?", None))
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == receiver and \
+                func.attr in ("add_module", "register_module", "register_buffer", "register_parameter"):
+            attr = node.args[0]
+            if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
+                out.append((attr.value, None))
+    return out
+
+
+__all__ = ["UndefinedMethodCall", "CatalogEntry"]

@@ -1,0 +1,983 @@
+"""The cross-file class index of one project, used by E9503 (``undefined-method-call``).
+
+Every ``.py`` file under the project root is reduced by :func:`summarize` to a small, picklable
+:class:`FileSummary` (module name, import map, and per class: qualified base names, the member
+names it defines or assigns, flags). Summaries hold only tuples, frozensets and interned strings,
+never ``ast`` nodes, so the whole installed torch package indexes in a few tens of MiB.
+
+:class:`ClassIndex` answers the questions of E9503: which class a qualified name denotes (a
+project class, an entry of the bundled framework catalog ``data/framework_members.json``, or
+unknown), the ancestors of a class (and whether all are known), and the project subclasses of a
+class. Summaries are cached on disk per root, keyed by each file's content hash
+(``hashlib.blake2b``), so a warm run reads instead of parsing.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import fnmatch
+import hashlib
+import json
+import os
+import pickle
+import sys
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+from hp_invariants.astutil import dotted_name
+from hp_invariants.config import DEFAULT_EXCLUDES
+
+FORMAT_VERSION = 4
+"""Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
+
+UNKNOWN = "?"
+"""A base expression that cannot be named statically (``namedtuple(...)``, a local variable)."""
+
+_BUILTIN_CLASSES = frozenset(n for n, v in vars(builtins).items() if isinstance(v, type))
+_ABC_NAMES = frozenset({"abc.ABC", "abc.ABCMeta"})
+_ABSTRACT_DECORATORS = frozenset({"abstractmethod", "abstractproperty", "abstractclassmethod",
+                                  "abstractstaticmethod"})
+_ASSIGN_CALLS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter",
+                           "insert_param_to_cell", "insert_child_to_cell"})
+_DYNAMIC_MEMBERS = frozenset({"__getattr__", "__getattribute__"})
+
+
+class ClassSummary(NamedTuple):
+    """What the index keeps of one class statement.
+
+    ``qualname``: dotted path inside the module (``Outer.Inner``; ``f.<locals>.C`` for a class in a
+    function); ``bases``: qualified dotted names of the base expressions (``UNKNOWN`` where not
+    nameable); ``metaclass``: qualified name or ``""``; ``members``: every name the class defines
+    or assigns (methods, class attributes, nested classes, ``self.x = ...``, constant ``setattr``
+    and ``add_module``/``register_*`` names); ``dynamic``: attributes may appear that the source
+    does not name (``__getattr__``, ``setattr(self, name, ...)`` with a computed name,
+    ``self.__dict__`` updates, ``exec``/``locals()`` in the body); ``abstract``: has an
+    ``@abstractmethod`` or an ``ABC``/``ABCMeta`` base; ``decorators``: qualified names of the
+    class decorators.
+    """
+
+    qualname: str
+    lineno: int
+    bases: tuple[str, ...]
+    metaclass: str
+    members: frozenset[str]
+    dynamic: bool
+    abstract: bool
+    decorators: tuple[str, ...]
+
+
+class FileSummary(NamedTuple):
+    """What the index keeps of one file.
+
+    ``imports`` maps a module-level name to the qualified name it denotes (``""`` when bound in
+    several conflicting ways); ``star``: modules imported with ``*``; ``constructed``: names that
+    are called somewhere in the file (``Foo(...)``, ``mod.Foo(...)``; only capitalized names are
+    kept), used to tell mixins from instantiated classes; ``patched``: ``(qualified class, attr)``
+    pairs assigned from outside the class (``Foo.attr = ...``, ``setattr(Foo, "attr", ...)``).
+    """
+
+    module: str
+    is_package: bool
+    imports: dict[str, str]
+    star: tuple[str, ...]
+    classes: tuple[ClassSummary, ...]
+    constructed: frozenset[str]
+    patched: tuple[tuple[str, str], ...]
+
+
+# ---------------------------------------------------------------------- module names
+def module_name(path: str | os.PathLike[str]) -> tuple[str, bool]:
+    """Return ``(dotted module name, is_package)`` of a file.
+
+    Walks up through folders holding ``__init__.py``; a file outside any package is named by its
+    stem (as when its folder is on ``sys.path``).
+    """
+    p = Path(os.path.abspath(path))
+    stem = p.stem
+    is_package = stem == "__init__"
+    parts = [] if is_package else [stem]
+    folder = p.parent
+    while (folder / "__init__.py").exists():
+        parts.append(folder.name)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    if not parts:  # an __init__.py whose folder is not a package (cannot happen) / odd names
+        parts = [p.parent.name or stem]
+    return ".".join(reversed(parts)), is_package
+
+
+# ---------------------------------------------------------------------- summarizer
+def _intern(name: str) -> str:
+    return sys.intern(name)
+
+
+class _Summarizer:
+    """One pass over a module's ``ast`` building its :class:`FileSummary` (see :func:`summarize`)."""
+
+    def __init__(self, module: str, is_package: bool, nodes: dict[str, ast.ClassDef] | None,
+                 functions: list | None = None):
+        self.functions = functions
+        self.module = module
+        self.is_package = is_package
+        self.nodes = nodes
+        self.bindings: dict[str, set[str]] = {}
+        self.star: list[str] = []
+        self.raw_classes: list[tuple[str, ast.ClassDef]] = []
+        self.module_classes: set[str] = set()
+        self.aliases: dict[str, str] = {}
+
+    # -- imports
+    def _package(self, level: int) -> str:
+        parts = self.module.split(".")
+        if not self.is_package:
+            parts = parts[:-1]
+        if level > 1:
+            parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+        return ".".join(parts)
+
+    def import_target(self, node: ast.ImportFrom) -> str:
+        """Return the absolute module named by a (possibly relative) ``from`` import."""
+        if node.level:
+            base = self._package(node.level)
+            return f"{base}.{node.module}" if node.module and base else (node.module or base)
+        return node.module or ""
+
+    def bind(self, name: str, target: str) -> None:
+        self.bindings.setdefault(name, set()).add(target)
+
+    def module_scope(self, body: Iterable[ast.stmt], prefix: str, in_function: bool) -> None:
+        """Record bindings of a module-level statement list (recursing into if/try/with/loops)."""
+        for stmt in body:
+            if isinstance(stmt, ast.ClassDef):
+                qual = f"{prefix}{stmt.name}"
+                self.raw_classes.append((qual, stmt))
+                if not prefix:
+                    self.module_classes.add(stmt.name)
+                    self.bind(stmt.name, f"{self.module}.{stmt.name}")
+                self.class_scope(stmt.body, qual + ".")
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if self.functions is not None:
+                    self.functions.append(stmt)
+                if not prefix and not in_function:
+                    self.bind(stmt.name, f"{self.module}.{stmt.name}")
+                self.function_scope(stmt, f"{prefix}{stmt.name}.<locals>.")
+            elif in_function:
+                continue
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.asname:
+                        self.bind(alias.asname, alias.name)
+                    else:
+                        top = alias.name.split(".")[0]
+                        self.bind(top, top)
+            elif isinstance(stmt, ast.ImportFrom):
+                mod = self.import_target(stmt)
+                for alias in stmt.names:
+                    if alias.name == "*":
+                        self.star.append(mod)
+                    else:
+                        self.bind(alias.asname or alias.name, f"{mod}.{alias.name}" if mod else alias.name)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                value = stmt.value
+                for target in targets:
+                    for name_node in _names_in_target(target):
+                        alias = dotted_name(value) if (value is not None and isinstance(target, ast.Name)
+                                                       and not isinstance(stmt, ast.AugAssign)) else None
+                        self.bind(name_node, "=" + alias if alias else UNKNOWN)
+            else:
+                for field_body in _child_bodies(stmt):
+                    self.module_scope(field_body, prefix, in_function)
+                for name_node in _bound_names(stmt):
+                    self.bind(name_node, UNKNOWN)
+
+    def function_scope(self, func: ast.AST, prefix: str) -> None:
+        """Find classes defined inside a function (indexed as ``f.<locals>.C``)."""
+        for stmt in getattr(func, "body", []):
+            self.module_scope([stmt], prefix, in_function=True)
+
+    def class_scope(self, body: Iterable[ast.stmt], prefix: str) -> None:
+        """Find nested classes (and classes in methods) of a class body."""
+        for stmt in body:
+            if isinstance(stmt, ast.ClassDef):
+                qual = f"{prefix}{stmt.name}"
+                self.raw_classes.append((qual, stmt))
+                self.class_scope(stmt.body, qual + ".")
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if self.functions is not None:
+                    self.functions.append(stmt)
+                self.function_scope(stmt, f"{prefix}{stmt.name}.<locals>.")
+            else:
+                for field_body in _child_bodies(stmt):
+                    self.class_scope(field_body, prefix)
+
+    # -- names
+    def build_imports(self) -> dict[str, str]:
+        """Turn the bindings into ``name -> qualified`` (aliases ``A = b.C`` resolved one level)."""
+        out: dict[str, str] = {}
+        for name, targets in self.bindings.items():
+            if len(targets) != 1:
+                out[_intern(name)] = ""
+                continue
+            (target,) = targets
+            if target.startswith("="):
+                first, _, rest = target[1:].partition(".")
+                base = self.bindings.get(first)
+                if first == name or base is None or len(base) != 1:
+                    target = UNKNOWN if base is not None or first not in _BUILTIN_CLASSES else f"builtins.{target[1:]}"
+                else:
+                    (resolved,) = base
+                    target = UNKNOWN if resolved.startswith("=") or resolved == UNKNOWN else (
+                        f"{resolved}.{rest}" if rest else resolved)
+            out[_intern(name)] = "" if target == UNKNOWN else _intern(target)
+        return out
+
+    def qualify(self, node: ast.AST | None, imports: dict[str, str]) -> str:
+        """Qualified dotted name of a base/decorator/annotation expression, or ``UNKNOWN``."""
+        return qualify(node, imports)
+
+    # -- classes
+    def class_summary(self, qual: str, node: ast.ClassDef, imports: dict[str, str]) -> ClassSummary:
+        bases = tuple(_intern(_base_name(b, imports)) for b in node.bases)
+        metaclass = ""
+        dynamic = False
+        for kw in node.keywords:
+            if kw.arg == "metaclass":
+                metaclass = self.qualify(kw.value, imports)
+            elif kw.arg is None:
+                bases += (UNKNOWN,)  # class C(**kwargs): cannot tell
+        decorators = tuple(_intern(self.qualify(d.func if isinstance(d, ast.Call) else d, imports))
+                           for d in node.decorator_list)
+        members, body_dynamic, abstract = class_members(node)
+        dynamic = body_dynamic or bool(members & _DYNAMIC_MEMBERS)
+        abstract = abstract or metaclass in _ABC_NAMES or any(b in _ABC_NAMES for b in bases)
+        if self.nodes is not None:
+            self.nodes[qual] = node
+        return ClassSummary(_intern(qual), node.lineno, bases, _intern(metaclass),
+                            frozenset(_intern(m) for m in members), dynamic, abstract, decorators)
+
+    def run(self, tree: ast.Module) -> FileSummary:
+        self.module_scope(tree.body, "", in_function=False)
+        imports = self.build_imports()
+        classes = tuple(self.class_summary(q, n, imports) for q, n in self.raw_classes)
+        constructed: set[str] = set()
+        patched: set[tuple[str, str]] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                if name and name.lstrip("_")[:1].isupper():
+                    constructed.add(_intern(name))
+                if name == "setattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                        and isinstance(node.args[1].value, str):
+                    owner = dotted_name(node.args[0])
+                    if owner and owner.split(".")[0] not in ("self", "cls"):
+                        patched.add((_intern(qualify(node.args[0], imports)), _intern(node.args[1].value)))
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                owner = dotted_name(node.value)
+                if owner and owner.split(".")[0] not in ("self", "cls") and owner[:1].isupper() | ("." in owner):
+                    patched.add((_intern(qualify(node.value, imports)), _intern(node.attr)))
+        patched.discard(("?", ""))
+        return FileSummary(_intern(self.module), self.is_package, imports, tuple(self.star), classes,
+                           frozenset(constructed), tuple(sorted(p for p in patched if p[0] != UNKNOWN)))
+
+
+def qualify(node: ast.AST | None, imports: dict[str, str]) -> str:
+    """Return the qualified dotted name of ``node`` using a module's ``imports`` map.
+
+    ``nn.Module`` with ``nn -> torch.nn`` gives ``torch.nn.Module``; ``Generic[T]`` gives
+    ``typing.Generic``; a builtin class name gives ``builtins.<name>``; a string annotation is
+    parsed. Anything else gives :data:`UNKNOWN`.
+    """
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return UNKNOWN
+        if isinstance(node, ast.Subscript):
+            node = node.value
+    name = dotted_name(node) if node is not None else None
+    if not name:
+        return UNKNOWN
+    first, _, rest = name.partition(".")
+    if first in imports:
+        target = imports[first]
+        if not target:
+            return UNKNOWN
+        return f"{target}.{rest}" if rest else target
+    if first in _BUILTIN_CLASSES:
+        return f"builtins.{name}"
+    return UNKNOWN
+
+
+def _base_name(node: ast.AST, imports: dict[str, str]) -> str:
+    """Qualified base name; an unresolvable one is ``"?"`` + its source name (``?platform.Base``),
+    so that :meth:`ClassIndex.possible_subclasses` can still match it by its last name."""
+    name = qualify(node, imports)
+    if name != UNKNOWN:
+        return name
+    text = dotted_name(node.value if isinstance(node, ast.Subscript) else node)
+    return UNKNOWN + text if text else UNKNOWN
+
+
+def _names_in_target(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in _names_in_target(elt)]
+    if isinstance(target, ast.Starred):
+        return _names_in_target(target.value)
+    return []
+
+
+def _child_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    bodies = []
+    for field_name in ("body", "orelse", "finalbody"):
+        value = getattr(stmt, field_name, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            bodies.append(value)
+    for handler in getattr(stmt, "handlers", []) or []:
+        bodies.append(handler.body)
+    for case in getattr(stmt, "cases", []) or []:
+        bodies.append(case.body)
+    return bodies
+
+
+def _bound_names(stmt: ast.stmt) -> list[str]:
+    names: list[str] = []
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        names += _names_in_target(stmt.target)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for item in stmt.items:
+            if item.optional_vars is not None:
+                names += _names_in_target(item.optional_vars)
+    if isinstance(stmt, ast.Try):
+        names += [h.name for h in stmt.handlers if h.name]
+    return names
+
+
+def _const_str(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def class_members(node: ast.ClassDef) -> tuple[set[str], bool, bool]:
+    """Return ``(members, dynamic, abstract)`` of one class statement.
+
+    Members: names bound in the class body (defs, assignments, imports, nested classes), names
+    assigned through the first parameter of its methods (``self.x = ...``, ``cls.x = ...``,
+    ``setattr(self, "x", ...)``, ``self.add_module("x", ...)``/``register_*``,
+    ``object.__setattr__(self, "x", ...)``) and ``type(self).x = ...``. ``dynamic`` is True when a
+    computed name can be set (``setattr(self, name, ...)``, ``self.__dict__`` writes,
+    ``locals()``/``vars()``/``exec`` in the class body).
+    """
+    members: set[str] = set()
+    dynamic = False
+    abstract = False
+    methods: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+
+    def body_scope(body: Iterable[ast.stmt]) -> None:
+        nonlocal dynamic, abstract
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                members.add(stmt.name)
+                methods.append(stmt)
+                for dec in stmt.decorator_list:
+                    dname = dotted_name(dec.func if isinstance(dec, ast.Call) else dec) or ""
+                    if dname.rsplit(".", 1)[-1] in _ABSTRACT_DECORATORS:
+                        abstract = True
+                    # @x.setter / @x.deleter keep the property name
+            elif isinstance(stmt, ast.ClassDef):
+                members.add(stmt.name)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for target in targets:
+                    members.update(_names_in_target(target))
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                for alias in stmt.names:
+                    members.add((alias.asname or alias.name).split(".")[0])
+            else:
+                members.update(_bound_names(stmt))
+                for child in _child_bodies(stmt):
+                    body_scope(child)
+            simple = not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not _child_bodies(stmt)
+            for sub in ast.walk(stmt) if simple else ():
+                if isinstance(sub, ast.NamedExpr):
+                    members.add(sub.target.id)
+                elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and \
+                        sub.func.id in ("locals", "vars", "exec", "setattr"):
+                    dynamic = True
+
+    body_scope(node.body)
+    for method in methods:
+        args = method.args.posonlyargs + method.args.args
+        receiver = args[0].arg if args else None
+        receivers = {receiver} if receiver else set()
+        for sub in _walk_method(method):
+            if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                base = sub.value
+                if isinstance(base, ast.Name) and base.id in receivers:
+                    members.add(sub.attr)
+                elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type":
+                    members.add(sub.attr)
+                elif isinstance(base, ast.Attribute) and base.attr == "__class__":
+                    members.add(sub.attr)
+                elif isinstance(base, ast.Attribute) and base.attr == "__dict__":
+                    dynamic = True
+            elif isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store):
+                if isinstance(sub.value, ast.Attribute) and sub.value.attr == "__dict__":
+                    name = _const_str(sub.slice)
+                    if name is None:
+                        dynamic = True
+                    else:
+                        members.add(name)
+            elif isinstance(sub, ast.Call):
+                dynamic |= _call_members(sub, receivers, members)
+            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in receivers:
+                pass
+    return members, dynamic, abstract
+
+
+def _walk_method(method: ast.AST):
+    """Yield the nodes of a method, nested functions included, nested classes excluded."""
+    stack = list(ast.iter_child_nodes(method))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.ClassDef):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> bool:
+    """Add names a call creates on the receiver; return True when the name is computed."""
+    func = call.func
+    args = call.args
+
+    def is_receiver(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id in receivers
+
+    if isinstance(func, ast.Name) and func.id == "setattr" and len(args) >= 2 and is_receiver(args[0]):
+        name = _const_str(args[1])
+        if name is None:
+            return True
+        members.add(name)
+        return False
+    if isinstance(func, ast.Attribute):
+        # self.add_module("x", m), self.register_buffer("x", t), ...
+        if func.attr in _ASSIGN_CALLS and is_receiver(func.value) and args:
+            name = _const_str(args[0])
+            if name is None:
+                return True
+            members.add(name)
+            return False
+        # object.__setattr__(self, "x", v) / super().__setattr__("x", v) / self.__dict__.update(...)
+        if func.attr == "__setattr__":
+            pos = 1 if (args and is_receiver(args[0])) else 0
+            if len(args) > pos:
+                name = _const_str(args[pos])
+                if name is None:
+                    return True
+                members.add(name)
+            return False
+        if func.attr in ("update", "setdefault") and isinstance(func.value, ast.Attribute) and \
+                func.value.attr == "__dict__":
+            return True
+        if func.attr == "update" and isinstance(func.value, ast.Call) and \
+                isinstance(func.value.func, ast.Name) and func.value.func.id == "vars":
+            return True
+    return False
+
+
+def class_nodes(tree: ast.Module, module: str, is_package: bool, nodes: dict[str, ast.ClassDef],
+                functions: list | None = None) -> None:
+    """Fill ``nodes`` with ``qualname -> ast.ClassDef`` (and ``functions`` with every statement-level
+    function definition) using the same walk as :func:`summarize`, without summarizing."""
+    walker = _Summarizer(module, is_package, nodes, functions)
+    walker.module_scope(tree.body, "", in_function=False)
+    for qual, node in walker.raw_classes:
+        nodes[qual] = node
+
+
+def summarize(tree: ast.Module, module: str, is_package: bool = False,
+              nodes: dict[str, ast.ClassDef] | None = None, functions: list | None = None) -> FileSummary:
+    """Return the :class:`FileSummary` of a parsed module named ``module``.
+
+    The one summarizer: the index applies it to every file of the project, and E9503 to the
+    current file's tree (so unsaved edits and fix rounds are seen). When ``nodes`` is a dict, it is
+    filled with ``qualname -> ast.ClassDef`` for the caller (``functions``: see :func:`class_nodes`). Never raises for valid ``ast`` input.
+    """
+    return _Summarizer(module, is_package, nodes, functions).run(tree)
+
+
+# ---------------------------------------------------------------------- framework catalog
+class CatalogEntry(NamedTuple):
+    """A framework class from ``data/framework_members.json`` (members already flattened)."""
+
+    qualname: str
+    members: frozenset[str]
+    dynamic: bool
+    registry_getattr: bool
+
+
+@lru_cache(maxsize=None)
+def load_catalog(path: str | None = None) -> dict[str, CatalogEntry]:
+    """Return ``alias -> CatalogEntry`` from the bundled catalog (read once per process).
+
+    Raises ``OSError``/``ValueError`` only if the installed package data is missing or corrupt.
+    """
+    path = path or os.path.join(os.path.dirname(__file__), "data", "framework_members.json")
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    out: dict[str, CatalogEntry] = {}
+    for qual, item in data["classes"].items():
+        entry = CatalogEntry(qual, frozenset(sys.intern(m) for m in item["members"]),
+                             bool(item.get("dynamic_getattr")), bool(item.get("registry_getattr")))
+        for alias in [qual, *item.get("aliases", [])]:
+            out.setdefault(alias, entry)
+    return out
+
+
+# ---------------------------------------------------------------------- the index
+ClassKey = tuple[int, str]
+"""A project class: (file number in the index, qualname)."""
+
+
+@dataclass
+class Hierarchy:
+    """The resolved ancestry of one project class.
+
+    ``members``: union of the members of the class and all ancestors (catalog entries included);
+    ``own``: the class's own members; ``ancestors``: project class keys of the strict ancestors;
+    ``inherited``: the members of the strict ancestors only (what ``super()`` can reach);
+    ``unknown``: some ancestor or the metaclass could not be resolved; ``dynamic``: some class
+    defines ``__getattr__``/``__getattribute__`` (registry ``__getattr__`` of ``nn.Module`` and
+    ``mindspore.nn.Cell`` excepted) or sets computed names; ``abstract``: the class or a project
+    ancestor is abstract; ``catalog``: catalog entries reached; ``is_type``: a metaclass.
+    """
+
+    key: ClassKey
+    members: frozenset[str]
+    own: frozenset[str]
+    ancestors: frozenset[ClassKey]
+    unknown: bool
+    dynamic: bool
+    abstract: bool
+    catalog: tuple[str, ...]
+    is_type: bool
+    inherited: frozenset[str] = frozenset()
+
+
+class ClassIndex:
+    """Summaries of every ``.py`` file of one project root, plus resolution over them.
+
+    Build with :meth:`for_root`. ``files`` are the :class:`FileSummary` objects; ``paths`` their
+    absolute paths (same order). :meth:`overlay` returns a view where one file's summary is
+    replaced by a fresh one (the file being checked).
+    """
+
+    def __init__(self, root: Path, paths: list[str], files: list[FileSummary], digests: list[bytes] | None = None):
+        self.root = Path(root)
+        self.digests = digests if digests is not None else [b""] * len(paths)
+        self.paths = paths
+        self.files = files
+        self.catalog = load_catalog()
+        self._by_module: dict[str, list[int]] = {}
+        for i, summary in enumerate(files):
+            self._by_module.setdefault(summary.module, []).append(i)
+        self._by_path = {os.path.normcase(p): i for i, p in enumerate(paths)}
+        self._class_maps: dict[int, dict[str, ClassSummary]] = {}
+        self._resolve_memo: dict[tuple[str, str], object] = {}
+        self._hier_memo: dict[ClassKey, Hierarchy] = {}
+        self._children: dict[ClassKey, list[ClassKey]] | None = None
+        self._constructed: frozenset[str] | None = None
+        self._name_children: dict[str, list[ClassKey]] | None = None
+        self._patched: dict[str, set[str]] | None = None
+        self.stats = {"parsed": 0, "cached": 0, "failed": 0}
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def for_root(cls, root: Path, cache_dir: str | None = None, use_cache: bool = True) -> "ClassIndex":
+        """Index every ``.py`` file under ``root`` (default excludes skipped; bad files skipped).
+
+        With ``use_cache``, summaries are read from and written to one cache file per root under
+        ``cache_dir`` (default :func:`default_cache_dir`), keyed by content hash; a missing,
+        corrupt or other-version cache is rebuilt silently.
+        """
+        root = Path(os.path.abspath(root))
+        paths = list(iter_project_files(root))
+        cache_file = _cache_path(root, cache_dir) if use_cache else None
+        old: dict[str, tuple] = _read_cache(cache_file, root) if cache_file else {}
+        new: dict[str, tuple] = {}
+        summaries: list[FileSummary] = []
+        kept_paths: list[str] = []
+        digests: list[bytes] = []
+        stats = {"parsed": 0, "cached": 0, "failed": 0}
+        for path in paths:
+            rel = os.path.relpath(path, root)
+            try:
+                st = os.stat(path)
+            except OSError:
+                stats["failed"] += 1
+                continue
+            entry = old.get(rel)
+            if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
+                summary = entry[3]
+                new[rel] = entry
+                stats["cached"] += 1
+            else:
+                try:
+                    with open(path, "rb") as handle:
+                        raw = handle.read()
+                except OSError:
+                    stats["failed"] += 1
+                    continue
+                digest = hashlib.blake2b(raw, digest_size=16).digest()
+                if entry is not None and entry[2] == digest:
+                    summary = entry[3]
+                    stats["cached"] += 1
+                else:
+                    summary = summarize_bytes(path, raw)
+                    stats["parsed"] += 1
+                    if summary is None:
+                        stats["failed"] += 1
+                new[rel] = (st.st_mtime_ns, st.st_size, digest, summary)
+            if summary is not None:
+                summaries.append(summary)
+                kept_paths.append(path)
+                digests.append(new[rel][2])
+        if cache_file and (stats["parsed"] or stats["failed"] or set(new) != set(old)
+                           or any(new[k][:2] != old[k][:2] for k in new if k in old)):
+            _write_cache(cache_file, root, new)
+        index = cls(root, kept_paths, summaries, digests)
+        index.stats = stats
+        return index
+
+    # ------------------------------------------------------------------ views
+    def overlay(self, path: str, summary: FileSummary) -> "ClassIndex":
+        """Return a view of the index where ``path`` has ``summary`` (added if not indexed)."""
+        key = os.path.normcase(os.path.abspath(path))
+        i = self._by_path.get(key)
+        if i is not None and self.files[i] == summary:
+            return self
+        paths = list(self.paths)
+        files = list(self.files)
+        digests = list(self.digests)
+        if i is None:
+            paths.append(os.path.abspath(path))
+            files.append(summary)
+            digests.append(b"")
+        else:
+            files[i] = summary
+            digests[i] = b""
+        view = ClassIndex.__new__(ClassIndex)
+        ClassIndex.__init__(view, self.root, paths, files, digests)
+        view.stats = self.stats
+        return view
+
+    def cached_summary(self, path: str, raw: bytes) -> FileSummary | None:
+        """The indexed summary of ``path`` when ``raw`` hashes to the indexed content, else ``None``."""
+        i = self.file_index(path)
+        if i is None or not self.digests[i]:
+            return None
+        return self.files[i] if hashlib.blake2b(raw, digest_size=16).digest() == self.digests[i] else None
+
+    def file_index(self, path: str) -> int | None:
+        """Return the number of ``path`` in the index, or ``None``."""
+        return self._by_path.get(os.path.normcase(os.path.abspath(path)))
+
+    def classes_of(self, i: int) -> dict[str, ClassSummary]:
+        """Return ``qualname -> ClassSummary`` of file ``i``."""
+        found = self._class_maps.get(i)
+        if found is None:
+            found = {}
+            for summary in self.files[i].classes:
+                # a qualname bound twice (if/else definitions) is ambiguous: keep a marker
+                found[summary.qualname] = None if summary.qualname in found else summary  # type: ignore[assignment]
+            self._class_maps[i] = found
+        return found
+
+    def summary(self, key: ClassKey) -> ClassSummary | None:
+        """Return the :class:`ClassSummary` of a class key (``None`` if ambiguous)."""
+        return self.classes_of(key[0]).get(key[1])
+
+    def class_name(self, key: ClassKey) -> str:
+        """Return ``module.qualname`` of a class key."""
+        return f"{self.files[key[0]].module}.{key[1]}"
+
+    # ------------------------------------------------------------------ resolution
+    def resolve(self, qualified: str, from_file: int | None = None) -> object:
+        """Resolve a qualified dotted name to a project class key, a :class:`CatalogEntry`, or ``None``.
+
+        Project modules are searched first (re-exports through imports and ``*`` imports followed);
+        when several files carry the same module name (scripts outside packages), the one in the
+        folder of ``from_file`` wins, else the name is unknown. Then the framework catalog.
+        """
+        if not qualified or qualified.startswith(UNKNOWN):
+            return None
+        folder = os.path.dirname(self.paths[from_file]) if from_file is not None else ""
+        memo_key = (qualified, folder)
+        if memo_key in self._resolve_memo:
+            return self._resolve_memo[memo_key]
+        self._resolve_memo[memo_key] = None  # cycle guard
+        result = self._resolve(qualified, folder, 0)
+        self._resolve_memo[memo_key] = result
+        return result
+
+    def _module_file(self, module: str, folder: str) -> int | None:
+        candidates = self._by_module.get(module)
+        if not candidates:
+            return None
+        if len(candidates) == 1:
+            return candidates[0]
+        same = [c for c in candidates if os.path.dirname(self.paths[c]) == folder]
+        return same[0] if len(same) == 1 else -1
+
+    def _resolve(self, qualified: str, folder: str, depth: int) -> object:
+        if depth > 12:
+            return None
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            i = self._module_file(module, folder)
+            if i is None:
+                continue
+            if i == -1:
+                return None
+            rest = parts[cut:]
+            found = self._lookup_in_file(i, rest, depth)
+            if found is not None:
+                return found
+            break
+        return self.catalog.get(qualified)
+
+    def _lookup_in_file(self, i: int, rest: list[str], depth: int) -> object:
+        classes = self.classes_of(i)
+        qual = ".".join(rest)
+        if qual in classes:
+            summary = classes[qual]
+            if summary is None:
+                return None
+            binding = self.files[i].imports.get(rest[0], None)
+            if binding is not None and binding != f"{self.files[i].module}.{rest[0]}":
+                return None  # the class name is rebound (try/except fallback, assignment)
+            return (i, qual)
+        imports = self.files[i].imports
+        if rest[0] in imports:
+            target = imports[rest[0]]
+            if not target:
+                return None
+            tail = ".".join(rest[1:])
+            return self._resolve(f"{target}.{tail}" if tail else target, os.path.dirname(self.paths[i]), depth + 1)
+        for star in self.files[i].star:
+            found = self._resolve(f"{star}.{qual}", os.path.dirname(self.paths[i]), depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    # ------------------------------------------------------------------ hierarchy
+    def hierarchy(self, key: ClassKey) -> Hierarchy:
+        """Return the :class:`Hierarchy` of a project class (memoized; cycles count as unknown)."""
+        found = self._hier_memo.get(key)
+        if found is not None:
+            return found
+        summary = self.summary(key)
+        if summary is None:
+            result = Hierarchy(key, frozenset(), frozenset(), frozenset(), True, False, False, (), False)
+            self._hier_memo[key] = result
+            return result
+        # provisional entry: a cyclic base chain ends here as unknown
+        self._hier_memo[key] = Hierarchy(key, frozenset(), frozenset(), frozenset(), True, False, False, (), False)
+        own = set(summary.members) | self.patched_members(self.class_name(key))
+        members = set(own)
+        ancestors: set[ClassKey] = set()
+        unknown = False
+        dynamic = summary.dynamic
+        abstract = summary.abstract
+        is_type = False
+        catalog: list[str] = []
+        this_entry = self.catalog.get(self.class_name(key))
+        if this_entry is not None:  # a catalogued class linted inside its own library (torch itself)
+            members |= this_entry.members
+            catalog.append(this_entry.qualname)
+            dynamic = this_entry.dynamic  # its own registry __getattr__ is the catalogued one
+        if summary.metaclass and summary.metaclass not in ("abc.ABCMeta", "builtins.type"):
+            meta = self.resolve(summary.metaclass, key[0])
+            if not type(meta) is tuple:
+                unknown = True
+        for base in summary.bases:
+            target = self.resolve(base, key[0])
+            if target is None:
+                unknown = True
+            elif isinstance(target, CatalogEntry):
+                members |= target.members
+                catalog.append(target.qualname)
+                dynamic |= target.dynamic
+                is_type |= target.qualname == "builtins.type"
+                abstract |= target.qualname == "abc.ABC"
+            else:
+                sub = self.hierarchy(target)
+                ancestors.add(target)
+                ancestors |= sub.ancestors
+                members |= sub.members
+                unknown |= sub.unknown
+                dynamic |= sub.dynamic
+                abstract |= sub.abstract
+                is_type |= sub.is_type
+                catalog.extend(sub.catalog)
+        if not summary.bases and summary.metaclass == "":
+            members |= self.catalog["builtins.object"].members if "builtins.object" in self.catalog else set()
+        inherited = set()
+        for base in summary.bases:
+            target = self.resolve(base, key[0])
+            if isinstance(target, CatalogEntry):
+                inherited |= target.members
+            elif target is not None:
+                inherited |= self.hierarchy(target).members
+        if this_entry is not None:
+            inherited |= this_entry.members
+        if not summary.bases and "builtins.object" in self.catalog:
+            inherited |= self.catalog["builtins.object"].members
+        result = Hierarchy(key, frozenset(members), frozenset(own), frozenset(ancestors), unknown, dynamic,
+                           abstract, tuple(dict.fromkeys(catalog)), is_type, frozenset(inherited))
+        self._hier_memo[key] = result
+        return result
+
+    def patched_members(self, class_name: str) -> set[str]:
+        """Names assigned onto ``class_name`` from outside the class, anywhere in the project."""
+        if self._patched is None:
+            patched: dict[str, set[str]] = {}
+            for summary in self.files:
+                for owner, attr in summary.patched:
+                    patched.setdefault(owner, set()).add(attr)
+            self._patched = patched
+        return self._patched.get(class_name, set())
+
+    def subclasses(self, key: ClassKey) -> list[ClassKey]:
+        """Return every project class that has ``key`` among its ancestors (transitively)."""
+        if self._children is None:
+            children: dict[ClassKey, list[ClassKey]] = {}
+            for i, summary in enumerate(self.files):
+                for cls_summary in summary.classes:
+                    for base in cls_summary.bases:
+                        target = self.resolve(base, i)
+                        if type(target) is tuple:
+                            children.setdefault(target, []).append((i, cls_summary.qualname))
+            self._children = children
+        out: list[ClassKey] = []
+        seen = {key}
+        stack = [key]
+        while stack:
+            for child in self._children.get(stack.pop(), []):
+                if child not in seen:
+                    seen.add(child)
+                    out.append(child)
+                    stack.append(child)
+        return out
+
+    def possible_subclasses(self, key: ClassKey) -> list[ClassKey]:
+        """:meth:`subclasses` plus classes whose unresolvable base has the same last name as
+        ``key`` (``class S(platform.Base)`` for ``Base``), and their subclasses (for suppression)."""
+        if self._name_children is None:
+            by_name: dict[str, list[ClassKey]] = {}
+            for i, summary in enumerate(self.files):
+                for cls_summary in summary.classes:
+                    for base in cls_summary.bases:
+                        if base.startswith(UNKNOWN) and len(base) > 1:
+                            by_name.setdefault(base.rsplit(".", 1)[-1].lstrip(UNKNOWN), []).append(
+                                (i, cls_summary.qualname))
+            self._name_children = by_name
+        out = self.subclasses(key)
+        for child in self._name_children.get(key[1].rsplit(".", 1)[-1], []):
+            if child not in out and child != key:
+                out.append(child)
+                out.extend(k for k in self.subclasses(child) if k not in out)
+        return out
+
+    def constructed(self, name: str) -> bool:
+        """True when some file of the project calls ``name(...)`` or ``x.name(...)``."""
+        if self._constructed is None:
+            self._constructed = frozenset().union(*(s.constructed for s in self.files))
+        return name in self._constructed
+
+
+# ---------------------------------------------------------------------- files and cache
+def iter_project_files(root: Path) -> Iterable[str]:
+    """Yield the ``.py`` files under ``root`` (sorted walk, default excludes, no symlinked dirs)."""
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not any(fnmatch.fnmatchcase(d, pat) for pat in DEFAULT_EXCLUDES))
+        for name in sorted(names):
+            if name.endswith(".py"):
+                yield os.path.join(folder, name)
+
+
+def summarize_bytes(path: str, raw: bytes) -> FileSummary | None:
+    """Decode, parse and :func:`summarize` one file; ``None`` for anything that cannot be read."""
+    from hp_invariants.source import SourceDecodeError, SourceFile
+
+    try:
+        text = SourceFile.from_bytes(path, raw).text
+        tree = ast.parse(text, filename=path)
+        module, is_package = module_name(path)
+        return summarize(tree, module, is_package)
+    except (SourceDecodeError, SyntaxError, ValueError, RecursionError, MemoryError, OSError):
+        return None
+
+
+def default_cache_dir() -> str:
+    """``$HP_INVARIANTS_CACHE_DIR``, else ``$XDG_CACHE_HOME/hp-invariants``, else ``~/.cache/hp-invariants``."""
+    env = os.environ.get("HP_INVARIANTS_CACHE_DIR")
+    if env:
+        return env
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = xdg if xdg else os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "hp-invariants")
+
+
+def _cache_tag() -> str:
+    from hp_invariants import __version__ as version  # noqa: PLC0415
+
+    return f"hp-invariants-class-index/{FORMAT_VERSION}/{version}/py{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def _cache_path(root: Path, cache_dir: str | None) -> str:
+    digest = hashlib.blake2b(str(root).encode("utf-8"), digest_size=10).hexdigest()
+    return os.path.join(cache_dir or default_cache_dir(), f"class-index-{digest}.pickle")
+
+
+def _read_cache(path: str, root: Path) -> dict[str, tuple]:
+    try:
+        with open(path, "rb") as handle:
+            data = pickle.load(handle)
+        if not isinstance(data, dict) or data.get("tag") != _cache_tag() or data.get("root") != str(root):
+            return {}
+        entries = data["entries"]
+        return entries if isinstance(entries, dict) else {}
+    except Exception:  # noqa: BLE001 - missing or corrupt cache: rebuild silently
+        return {}
+
+
+def _write_cache(path: str, root: Path, entries: dict[str, tuple]) -> None:
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".class-index-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump({"tag": _cache_tag(), "root": str(root), "entries": entries}, handle,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass  # a read-only cache location only costs speed
