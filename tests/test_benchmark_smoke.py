@@ -1,0 +1,84 @@
+"""Smoke test of ``benchmarks/run.py --quick``: it completes and writes the expected table.
+
+No timing is asserted (the numbers depend on the machine). Needs neither semgrep nor the big
+corpora: semgrep is disabled with ``--semgrep ''`` and the hyper-parallel corpus points at a missing
+folder, and both must show up as skipped rows with a printed reason.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = REPO / "benchmarks" / "run.py"
+
+
+def _table_rows(text: str, header_start: str) -> list[list[str]]:
+    """Return the cells of the markdown table whose header line starts with ``header_start``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def test_quick_benchmark_writes_the_table(tmp_path: Path) -> None:
+    corpus = tmp_path / "five"
+    corpus.mkdir()
+    sources = sorted((REPO / "examples").rglob("*.py"))[:5]
+    assert len(sources) == 5
+    for index, source in enumerate(sources):
+        shutil.copy(source, corpus / f"m{index}_{source.name}")
+    output = tmp_path / "RESULTS.md"
+    env_missing = tmp_path / "no-such-snapshot"
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--quick",
+         "--corpus", f"examples={REPO / 'examples'}", "--corpus", f"five={corpus}",
+         "--corpus", "hyper-parallel",
+         "--pylint-on", "five", "--skip", "baseline", "--precommit-on", "five",
+         "--semgrep", "", "--output", str(output), "--notes", str(tmp_path / "none.md")],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+        env={**__import__("os").environ, "HP_BENCH_HP": str(env_missing)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # Skips are printed with their reason.
+    assert f"[skip] hyper-parallel: corpus: folder {env_missing} not found" in proc.stdout
+    assert "[skip] five: semgrep, 4 approximate rules: semgrep not found" in proc.stdout
+
+    text = output.read_text(encoding="utf-8")
+    assert "Quick mode" in text
+    rows = _table_rows(text, "| corpus | command |")
+    by_key = {(cells[0], cells[1]): cells for cells in rows}
+    expected = ["ast.parse floor"] + [
+        f"hp-invariants check -j{j} ({cache} cache)" for j in (1, 2) for cache in ("cold", "warm")]
+    for name in ("examples", "five"):
+        for label in expected:
+            cells = by_key[(name, label)]
+            float(cells[2])  # a median wall time was recorded
+            assert cells[6] != "-", f"{name} {label}: file count missing"
+        assert by_key[(name, "semgrep, 4 approximate rules")][8].startswith("skipped: semgrep not found")
+    # Every tool saw the same five files.
+    assert by_key[("five", "ast.parse floor")][6] == "5"
+    assert by_key[("five", "hp-invariants check -j1 (warm cache)")][6] == "5"
+    assert by_key[("five", "pylint, only our plugin")][6] == "5"
+    # The examples are regressions on purpose: check finds them, cold and warm alike.
+    findings = {by_key[("examples", label)][7] for label in expected[1:]}
+    assert len(findings) == 1 and int(findings.pop()) > 0
+    assert by_key[("hyper-parallel", "corpus")][8].startswith("skipped: folder")
+    # The pre-commit rows, with the whole-project floor they are compared with.
+    assert ("five", "pre-commit: check 5 files (cold cache)") in by_key
+    assert ("five", "pre-commit: check 5 files (warm cache)") in by_key
+    assert ("five", "floor of the whole-project index (5 files)") in by_key
+    # The headline and goal tables exist, and the versions are recorded.
+    headline = _table_rows(text, "| corpus | files | check / floor")
+    assert [cells[0] for cells in headline] == ["examples", "five"]
+    goals = _table_rows(text, "| goal | corpus |")
+    assert any(cells[0].startswith("pre-commit, 5 files, warm cache") for cells in goals)
+    for version in ("| python |", "| hp-invariants |", "| pylint |", "| semgrep | not found |"):
+        assert version in text
