@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fixturelib import FIXTURES, blocked_torch_env, checker_cases, codemod_cases
+from fixturelib import FIXTURES, blocked_torch_env, checker_cases, codemod_cases, fixtures_without_expectations
 from hp_invariants import engine, fixer
 from hp_invariants.cli import main
 from hp_invariants.registry import RULES, get_rule
@@ -27,6 +27,10 @@ def _cli_json(args: list[str]) -> tuple[int, dict]:
     with redirect_stdout(buffer):
         code = main(["check", "--format", "json", "--no-cache", *args])
     return code, json.loads(buffer.getvalue())
+
+
+def test_every_fixture_has_expectations():
+    assert fixtures_without_expectations() == []
 
 
 def test_every_rule_has_flagged_and_clean_fixtures():

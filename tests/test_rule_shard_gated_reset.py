@@ -284,4 +284,7 @@ def test_options_are_declared_with_kinds():
     kinds = {o.name: o.kind for o in RULE.options}
     assert kinds == {"unconditional-calls": "csv", "shard-degree-gates": "csv",
                      "shard-degree-quantities": "regexp_csv"}
-    assert RULE.prefilter == ()
+    # the text prefilter follows the configured call names
+    assert RULE.prefilter_option == "unconditional-calls"
+    assert RULE.applies_to("x.reset_sharded_param()") and not RULE.applies_to("x.materialize()")
+    assert RULE.applies_to("x.materialize()", {"unconditional-calls": ("materialize",)})
