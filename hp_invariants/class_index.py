@@ -31,7 +31,7 @@ from typing import Iterable, NamedTuple
 from hp_invariants.astutil import dotted_name
 from hp_invariants.config import DEFAULT_EXCLUDES
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
 
 UNKNOWN = "?"
@@ -273,11 +273,12 @@ class _Summarizer:
                 name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
                 if name and name.lstrip("_")[:1].isupper():
                     constructed.add(_intern(name))
-                if name == "setattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
-                        and isinstance(node.args[1].value, str):
+                if name == "setattr" and isinstance(func, ast.Name) and len(node.args) >= 2:
                     owner = dotted_name(node.args[0])
                     if owner and owner.split(".")[0] not in ("self", "cls"):
-                        patched.add((_intern(qualify(node.args[0], imports)), _intern(node.args[1].value)))
+                        attr = _const_str(node.args[1])
+                        # a computed name (setattr(Cls, f"_{op}", fn) in a loop) makes the class dynamic
+                        patched.add((_intern(qualify(node.args[0], imports)), _intern(attr if attr else "*")))
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
                 owner = dotted_name(node.value)
                 if owner and owner.split(".")[0] not in ("self", "cls") and owner[:1].isupper() | ("." in owner):
@@ -610,6 +611,9 @@ class ClassIndex:
         ``cache_dir`` (default :func:`default_cache_dir`), keyed by content hash; a missing,
         corrupt or other-version cache is rebuilt silently.
         """
+        from hp_invariants.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT  # noqa: PLC0415
+        from hp_invariants.engine import AnalysisTimeout, time_budget  # noqa: PLC0415
+        from hp_invariants.source import read_source_bytes  # noqa: PLC0415
         root = Path(os.path.abspath(root))
         paths = list(iter_project_files(root))
         cache_file = _cache_path(root, cache_dir) if use_cache else None
@@ -632,9 +636,8 @@ class ClassIndex:
                 new[rel] = entry
                 stats["cached"] += 1
             else:
-                try:
-                    with open(path, "rb") as handle:
-                        raw = handle.read()
+                try:  # non-blocking, regular files only, size-capped (a FIFO or a 50 MB file: skipped)
+                    raw, _ = read_source_bytes(path, DEFAULT_MAX_FILE_SIZE)
                 except OSError:
                     stats["failed"] += 1
                     continue
@@ -643,7 +646,11 @@ class ClassIndex:
                     summary = entry[3]
                     stats["cached"] += 1
                 else:
-                    summary = summarize_bytes(path, raw)
+                    try:  # the per-file time budget of the check, here per indexed file
+                        with time_budget(DEFAULT_TIMEOUT):
+                            summary = summarize_bytes(path, raw)
+                    except AnalysisTimeout:
+                        summary = None
                     stats["parsed"] += 1
                     if summary is None:
                         stats["failed"] += 1
@@ -794,11 +801,12 @@ class ClassIndex:
             return result
         # provisional entry: a cyclic base chain ends here as unknown
         self._hier_memo[key] = Hierarchy(key, frozenset(), frozenset(), frozenset(), True, False, False, (), False)
-        own = set(summary.members) | self.patched_members(self.class_name(key))
+        patched = self.patched_members(self.class_name(key))
+        own = set(summary.members) | patched
         members = set(own)
         ancestors: set[ClassKey] = set()
         unknown = False
-        dynamic = summary.dynamic
+        dynamic = summary.dynamic or "*" in patched
         abstract = summary.abstract
         is_type = False
         catalog: list[str] = []

@@ -141,6 +141,8 @@ def _dynamic(cls) -> bool:
 def _entry(cls, library: str, version: str) -> dict:
     qual = f"{cls.__module__}.{cls.__qualname__}"
     members = set(dir(cls)) | _init_attrs(cls)
+    for klass in getattr(cls, "__mro__", ()):  # dir() of an Enum hides value/name: read every __dict__
+        members.update(vars(klass))
     return {
         "aliases": _aliases(cls, library),
         "members": sorted(members),

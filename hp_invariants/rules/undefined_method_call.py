@@ -33,12 +33,16 @@ No message when:
   names (`setattr(self, name, v)`, `self.__dict__` writes), or is a metaclass;
 * the class or an ancestor has a decorator matching `member-adding-decorators`;
 * the class is *mixin-like* and a project subclass defines or assigns `m` (the template-method
-  pattern). Mixin-like means: its name matches `mixin-class-names` (default `.*Mixin.*`), or it
+  pattern), or it has no project subclass at all (it is combined with other bases outside the
+  project: unittest fixture mixins, classes built with `type(...)`, bases for library users). Mixin-like means: its name matches `mixin-class-names` (default `.*Mixin.*`), or it
   is abstract (an `ABC`/`ABCMeta` base or an `@abstractmethod`), or its name is never called as
   a constructor anywhere in the project (`Name(...)`/`mod.Name(...)`). A class that is
   instantiated somewhere is concrete: its own instances would raise;
 * for `super().m(...)`: a project subclass mixes in another base that defines `m` (cooperative
   multiple inheritance), or the class is mixin-like by name;
+* the call's line carries `# type: ignore` (the author told the type checker the attribute is
+  provided dynamically, e.g. a base calling a method only its GPU subclass has), or the method is
+  a dunder (`self.__getattr__("x")` raising on purpose inside a descriptor);
 * the call is guarded: `hasattr(self, "m")` or `getattr(self, "m", ...)` in the same function,
   inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare),
   or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
@@ -112,6 +116,10 @@ rule reports only (the right body cannot be known).
   `make_lazy_class`, `inherit_fields_from`, `use_kernelized_func`): class decorators that may add
   members; classes carrying one (or inheriting from one that does) are not checked.
 * `ignored-classes` (regexp list, default empty): qualified or simple class names never checked.
+* `ignored-modules` (regexp list, default `(.*\.)?modular_[^.]*`): dotted module names never
+  checked. The default skips transformers' `modular_*.py` files: they are input to its modular
+  converter, which renames attributes (`self.bert` becomes `self.ernie`) in the generated
+  `modeling_*.py`, and they are never executed as written.
 
 ## References
 * Incident: hyper-parallel issue 230, item 3 (`Qwen3VLMoeModel.get_input_embeddings` deleted).
@@ -199,6 +207,9 @@ class UndefinedMethodCall(Rule):
                "Class decorators (last name) that may add members; such classes are not checked."),
         Option("ignored-classes", "regexp_csv", (),
                "Classes (simple or qualified name) whose method calls are never checked."),
+        Option("ignored-modules", "regexp_csv", (r"(.*\.)?modular_[^.]*",),
+               "Modules (dotted name) never checked; default: transformers' modular_*.py templates, "
+               "which its modular converter rewrites (renaming attributes) and which are never run."),
     )
     prefilter = ("def",)
     needs_project = True
@@ -210,6 +221,8 @@ class UndefinedMethodCall(Rule):
             return
         index: ClassIndex = ctx.project()
         module, is_package = module_name(ctx.path)
+        if any(re.fullmatch(p, module) for p in ctx.option(self, "ignored-modules")):
+            return
         nodes: dict[str, ast.ClassDef] = {}
         functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         summary = index.cached_summary(ctx.path, ctx.source.encode())
@@ -262,11 +275,16 @@ class _State:
             return True
         return hier.abstract or not self.view.constructed(simple)
 
-    def subclass_provides(self, key: ClassKey, name: str) -> bool:
-        """True when a project subclass of ``key`` defines/assigns ``name`` or may (unknown/dynamic)."""
-        for sub in self.view.possible_subclasses(key):
+    def subclass_provides(self, key: ClassKey, name: str, outside: bool = True) -> bool:
+        """True when a project subclass of ``key`` defines/assigns ``name`` or may (unknown/dynamic
+        ancestors), or when ``key`` has no project subclass at all (it is combined outside the
+        project: test fixtures run by unittest, bases for library users) and ``outside`` is True."""
+        subs = self.view.possible_subclasses(key)
+        if not subs:
+            return outside
+        for sub in subs:
             hier = self.view.hierarchy(sub)
-            if name in hier.members or hier.dynamic:
+            if name in hier.members or hier.dynamic or hier.unknown:
                 return True
         return False
 
@@ -312,6 +330,15 @@ class _State:
             child = anc
         return False
 
+    def type_ignored(self, call: ast.Call) -> bool:
+        """True when a line of the call carries ``# type: ignore`` (the author has told the type
+        checker that the attribute is provided dynamically)."""
+        func = call.func
+        for line in range(func.lineno, (func.end_lineno or func.lineno) + 1):
+            if "type: ignore" in self.ctx.source.line_text(line):
+                return True
+        return False
+
     # ------------------------------------------------------------------ findings
     def report(self, node: ast.Attribute, class_label: str, name: str, members: Iterable[str],
                confidence: Confidence, fix=None) -> Finding:
@@ -334,6 +361,8 @@ class _State:
             if kind == "static" or not args:
                 continue
             receiver = args[0].arg
+            if args[0].annotation is not None and not self.annotates_self(args[0].annotation, key):
+                continue  # e.g. a function missing @staticmethod whose first parameter is a config
             scans.append((method, kind, receiver, _Scan(method, receiver)))
         attr_classes: dict[str, ClassKey] | None = None
         for method, kind, receiver, scan in scans:
@@ -344,6 +373,8 @@ class _State:
                 assert isinstance(func, ast.Attribute)
                 name = func.attr
                 value = func.value
+                if name.startswith("__") and name.endswith("__") or self.type_ignored(call):
+                    continue
                 if isinstance(value, ast.Name) and value.id == receiver and ok:
                     if name in hier.members or self.guarded(call, method, receiver, name, scan.guards):
                         continue
@@ -356,6 +387,8 @@ class _State:
                         continue
                     if any(p.fullmatch(simple) for p in self.mixin_names) or self.sibling_provides(key, hier, name):
                         continue
+                    if self.mixin_like(key, hier) and not self.view.possible_subclasses(key):
+                        continue  # combined with other bases outside the project (type(...), users)
                     yield self.report(func, f"super({simple})", name, hier.inherited, Confidence.HIGH)
                 elif kind == "self" and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                         and value.value.id == receiver:
@@ -370,6 +403,14 @@ class _State:
                     if self.guarded(call, method, f"{receiver}.{value.attr}", name, scan.guards):
                         continue
                     yield self.report(func, target[1].rsplit(".", 1)[-1], name, target_hier.members, Confidence.HIGH)
+
+    def annotates_self(self, annotation: ast.AST, key: ClassKey) -> bool:
+        """True when a first parameter's annotation names the class itself, ``Self`` or ``type``."""
+        name = qualify(annotation, self.imports)
+        if name.rsplit(".", 1)[-1] in ("Self", "type", "Type") or (
+                isinstance(annotation, ast.Subscript) and (dotted_name(annotation.value) or "").endswith(("type", "Type"))):
+            return True
+        return self.view.resolve(name, self.file_no) == key
 
     def attribute_classes(self, key: ClassKey, hier: Hierarchy, class_node: ast.ClassDef,
                           scans: list) -> dict[str, ClassKey]:
@@ -422,10 +463,12 @@ class _State:
                     continue
                 key = typed[value.id]
                 name = call.func.attr  # type: ignore[attr-defined]
+                if name.startswith("__") and name.endswith("__") or self.type_ignored(call):
+                    continue
                 hier = self.view.hierarchy(key)
                 if not self.checkable(key, hier) or name in hier.members:
                     continue
-                if self.subclass_provides(key, name) or self.guarded(call, func, value.id, name, scan.guards):
+                if self.subclass_provides(key, name, outside=False) or self.guarded(call, func, value.id, name, scan.guards):
                     continue
                 yield self.report(call.func, key[1].rsplit(".", 1)[-1], name, hier.members, Confidence.INFERENCE)
 
