@@ -381,6 +381,7 @@ class Job:
     row: Row
     make: Callable[[int], tuple[list[str], Path, dict[str, str]]]
     parse: Callable[[Sample], None] | None = None
+    runs: int | None = None  # None: the corpus's number of runs
 
 
 class Bench:
@@ -396,7 +397,7 @@ class Bench:
         self.corpora: list[Corpus] = []
         self.cache_dirs_unused: list[str] = []
         self.commands: dict[str, str] = {}
-        self.profiles: list[tuple[str, str]] = []
+        self.profiles: list[tuple[str, str, str]] = []
         self.precommit: dict[str, Any] = {}
         env = dict(os.environ)
         # Let the interpreters write .pyc (a real install has them); PYTHONDONTWRITEBYTECODE would make
@@ -535,7 +536,7 @@ class Bench:
                           display=f"{'HP_INVARIANTS_CACHE_DIR=<warm dir> ' if extra else ''}pylint "
                                   f"{' '.join(args)} {files_ph}")
                 jobs.append(Job(row, self._pylint_make(report, args, files, corpus, warm=bool(extra)),
-                                parse_pylint(report, ours_only=False)))
+                                parse_pylint(report, ours_only=False), runs=self.args.baseline_runs))
         elif name in self.args.baseline_on:
             self.skip(name, "pylint baseline", "--skip baseline")
 
@@ -568,19 +569,25 @@ class Bench:
         return path
 
     # ------------------------------------------------------------------ executing
-    def execute(self, jobs: list[Job]) -> None:
+    def runs_for(self, name: str) -> int:
+        """Runs per command for corpus ``name`` (``--runs-for NAME=N``, else ``--runs``)."""
+        return self.args.runs_for.get(name, self.runs)
+
+    def execute(self, jobs: list[Job], runs: int) -> None:
         for job in jobs:
             self.rows.append(job.row)
             self.commands[f"{job.row.corpus}: {job.row.label}"] = job.row.display
-        for run in range(self.runs):
+        for run in range(max([runs] + [job.runs or 0 for job in jobs])):
             for job in jobs:
+                if run >= (job.runs or runs):
+                    continue
                 cmd, cwd, env = job.make(run)
                 sample = self.runner.run(cmd, cwd, env)
                 if job.parse:
                     job.parse(sample)
                 job.row.samples.append(sample)
                 flag = "" if sample.rc in job.row.ok_rcs else f"  FAILED rc={sample.rc}"
-                self.say(f"[run {run + 1}/{self.runs}] {job.row.corpus}: {job.row.label}: "
+                self.say(f"[run {run + 1}/{job.runs or runs}] {job.row.corpus}: {job.row.label}: "
                          f"{sample.wall:.2f} s wall, {sample.cpu:.2f} s cpu, {sample.rss_kb / 1024:.0f} MiB{flag}")
                 if flag:
                     tail = (sample.stderr or sample.stdout).strip().splitlines()[-5:]
@@ -652,7 +659,7 @@ class Bench:
                             display=f"cd {root} && HP_INVARIANTS_CACHE_DIR=<same dir> hp-invariants check {shown}"),
                         make_warm, parse_check))
         self.say(f"[pre-commit] {n} files of {name}, project root {root} ({len(index_files)} files)")
-        self.execute(jobs)
+        self.execute(jobs, self.runs)
 
     # ------------------------------------------------------------------ profiling
     def profile(self, corpus: Corpus, cache_kind: str) -> None:
@@ -663,10 +670,13 @@ class Bench:
         cache = self.fresh_cache(f"prof-{corpus.name}")
         env = self.env_with_cache(cache)
         out = self.tmp / f"prof-{corpus.name}-{cache_kind}.pstats"
-        cmd = [PY, "-m", "cProfile", "-o", str(out), "-m", "hp_invariants", "check", "-j1", *corpus.files]
+        # -P and the console script: ``python -m hp_invariants`` run from inside the torch package would
+        # put that folder first on sys.path, and torch/random.py would shadow the stdlib's random.
+        check = [*self.hp_cmd, "check", "-j1", *corpus.files]
+        target = [self.hp_cmd[0]] if len(self.hp_cmd) == 1 else ["-m", "hp_invariants"]
+        cmd = [PY, "-P", "-m", "cProfile", "-o", str(out), *target, "check", "-j1", *corpus.files]
         if cache_kind == "warm":
-            subprocess.run(cmd[:1] + ["-m", "hp_invariants", "check", "-j1", *corpus.files], cwd=corpus.path,
-                           env=env, capture_output=True, timeout=self.args.timeout)
+            subprocess.run(check, cwd=corpus.path, env=env, capture_output=True, timeout=self.args.timeout)
         subprocess.run(cmd, cwd=corpus.path, env=env, capture_output=True, timeout=self.args.timeout)
         if not out.exists():
             return
@@ -677,7 +687,10 @@ class Bench:
         stats.sort_stats("cumulative").print_stats(25)
         body = "\n".join(line for line in text.getvalue().splitlines()
                          if line.strip() and not line.startswith(("   Ordered by", "   List reduced")))
-        self.profiles.append((f"{corpus.name}, check -j1, {cache_kind} cache", body))
+        listing = self.file_list(corpus)
+        stages = subprocess.run([PY, "-P", str(HERE / "_rule_times.py"), str(listing)], cwd=corpus.path, env=env,
+                                capture_output=True, text=True, timeout=self.args.timeout).stdout.strip()
+        self.profiles.append((f"{corpus.name}, check -j1, {cache_kind} cache", stages, body))
 
     # ------------------------------------------------------------------ main
     def main(self) -> int:
@@ -688,7 +701,7 @@ class Bench:
         self.load_corpora()
         for corpus in self.corpora:
             self.warm_page_cache(corpus)
-            self.execute(self.plan_corpus(corpus))
+            self.execute(self.plan_corpus(corpus), self.runs_for(corpus.name))
         self.run_precommit()
         self.evaluate()
         if self.args.profile == "always" or (self.args.profile == "auto" and not self.args.quick):
@@ -719,7 +732,8 @@ class Bench:
             "hp-invariants": f"{getattr(hp_invariants, '__version__', '?')} (git {_git_rev()})",
             "pylint": _dist_version("pylint"),
             "astroid": _dist_version("astroid"),
-            "semgrep": _version([self.semgrep, "--version", "--disable-version-check"], self.env) if self.semgrep else "not found",
+            "semgrep": (_version([self.semgrep, "--version", "--disable-version-check"], self.env)
+                        if self.semgrep else "not found"),
             "torch": _dist_version("torch"),
             "transformers": _dist_version("transformers"),
             "peak-RSS method": "/usr/bin/time -v" if self.args.gnu_time else "os.wait4 rusage of the child",
@@ -810,7 +824,10 @@ class Bench:
         add("# hp-invariants benchmark results")
         add("")
         add(f"Generated by `python benchmarks/run.py{(' ' + argv) if argv else ''}` on "
-            f"{started.strftime('%Y-%m-%d %H:%M %Z')}: {self.runs} run(s) per command, interleaved; "
+            f"{started.strftime('%Y-%m-%d %H:%M %Z')}: {self.runs} run(s) per command"
+            + "".join(f", {v} for {k}" for k, v in a.runs_for.items())
+            + (f", {a.baseline_runs} for the pylint default runs" if a.baseline_runs else "")
+            + " (the `runs` column), interleaved; "
             "wall times are medians with the min-max spread. "
             + ("**Quick mode: small file subsets, one run: not a measurement to quote.**" if a.quick else ""))
         add("")
@@ -869,12 +886,12 @@ class Bench:
         add("## All measurements")
         add("")
         add("| corpus | command | wall s (median) | min-max | CPU s (median) | peak RSS MiB | files | findings "
-            "| notes |")
-        add("|---|---|---|---|---|---|---|---|---|")
+            "| runs | notes |")
+        add("|---|---|---|---|---|---|---|---|---|---|")
         order = list(dict.fromkeys(r.corpus for r in self.rows))
         for row in sorted(self.rows, key=lambda r: (order.index(r.corpus), bool(r.skipped))):
             if row.skipped:
-                add(f"| {row.corpus} | {row.label} | - | - | - | - | - | - | skipped: {row.skipped} |")
+                add(f"| {row.corpus} | {row.label} | - | - | - | - | - | - | 0 | skipped: {row.skipped} |")
                 continue
             if not row.samples:
                 continue
@@ -902,7 +919,7 @@ class Bench:
             if errors:
                 notes.append(f"{errors:.0f} semgrep error(s)")
             add(f"| {row.corpus} | {row.label} | {row.median():.3f} | {min(walls):.3f}-{max(walls):.3f} | "
-                f"{row.median('cpu'):.3f} | {rss:.0f} | {files} | {findings} | {'; '.join(notes)} |")
+                f"{row.median('cpu'):.3f} | {rss:.0f} | {files} | {findings} | {len(row.samples)} | {'; '.join(notes)} |")
         if self.cache_dirs_unused:
             add("")
             add("**Warning**: the cold-cache runs left their cache folder empty for: "
@@ -937,8 +954,16 @@ class Bench:
             add("")
             add("## Profiles of missed goals")
             add("")
-            for title, body in self.profiles:
+            for title, stages, body in self.profiles:
                 add(f"### {title}")
+                add("")
+                add("Time per stage, measured in-process with `benchmarks/_rule_times.py` (no profiler; "
+                    "the cache as in the title, already filled by the cProfile run):")
+                add("")
+                add(stages or "(no output)")
+                add("")
+                add("cProfile of `hp-invariants check -j1` (tracing inflates Python code relative to C code "
+                    "such as `ast.parse`/`compile`):")
                 add("")
                 add("```")
                 add(body)
@@ -969,6 +994,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", type=int, default=None, help="runs per command (default 3; --quick: 1)")
     parser.add_argument("--corpus", action="append", metavar="NAME|NAME=PATH",
                         help=f"corpora to run (default: {', '.join(DEFAULT_CORPORA)})")
+    parser.add_argument("--runs-for", action="append", default=[], metavar="NAME=N",
+                        help="runs per command for one corpus (e.g. torch=1 for the slow whole-package runs)")
+    parser.add_argument("--baseline-runs", type=int, default=None, metavar="N",
+                        help="runs of pylint default without/with the plugin (default: the corpus's runs)")
     parser.add_argument("--quick-files", type=int, default=20, metavar="N", help="files per corpus in --quick")
     parser.add_argument("--output", default=str(HERE / "RESULTS.md"), help="markdown report (default: %(default)s)")
     parser.add_argument("--pylint-on", default="torch-distributed,hyper-parallel", metavar="NAMES",
@@ -999,6 +1028,11 @@ def main(argv: list[str] | None = None) -> int:
         args.runs = 1 if args.quick else 3
     if args.runs < 1:
         print("run.py: --runs must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        args.runs_for = {k: max(1, int(v)) for k, v in (item.split("=", 1) for item in args.runs_for)}
+    except ValueError:
+        print("run.py: --runs-for takes NAME=N", file=sys.stderr)
         return 2
     args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     unknown = args.skip - {"check", "pylint", "baseline", "semgrep", "precommit"}

@@ -62,7 +62,7 @@ def test_quick_benchmark_writes_the_table(tmp_path: Path) -> None:
             cells = by_key[(name, label)]
             float(cells[2])  # a median wall time was recorded
             assert cells[6] != "-", f"{name} {label}: file count missing"
-        assert by_key[(name, "semgrep, 4 approximate rules")][8].startswith("skipped: semgrep not found")
+        assert by_key[(name, "semgrep, 4 approximate rules")][9].startswith("skipped: semgrep not found")
     # Every tool saw the same five files.
     assert by_key[("five", "ast.parse floor")][6] == "5"
     assert by_key[("five", "hp-invariants check -j1 (warm cache)")][6] == "5"
@@ -70,7 +70,7 @@ def test_quick_benchmark_writes_the_table(tmp_path: Path) -> None:
     # The examples are regressions on purpose: check finds them, cold and warm alike.
     findings = {by_key[("examples", label)][7] for label in expected[1:]}
     assert len(findings) == 1 and int(findings.pop()) > 0
-    assert by_key[("hyper-parallel", "corpus")][8].startswith("skipped: folder")
+    assert by_key[("hyper-parallel", "corpus")][9].startswith("skipped: folder")
     # The pre-commit rows, with the whole-project floor they are compared with.
     assert ("five", "pre-commit: check 5 files (cold cache)") in by_key
     assert ("five", "pre-commit: check 5 files (warm cache)") in by_key
