@@ -1,7 +1,7 @@
 """Finding the Python files to check under the paths given on the command line.
 
-Folders are walked recursively (symlinked folders are not followed, so a symlink loop cannot
-hang the walk); ``exclude`` patterns from :class:`hp_invariants.config.Config` prune folders and
+Folders are walked recursively (symlinked folders met during the walk are not followed, so a
+symlink loop cannot hang the walk; a symlinked folder named on the command line is walked); ``exclude`` patterns from :class:`hp_invariants.config.Config` prune folders and
 files. A file named explicitly is always checked, whatever its suffix, as ruff and flake8 do.
 """
 
@@ -37,11 +37,18 @@ def iter_python_files(paths: Iterable[str], config: Config) -> tuple[list[str], 
         else:
             problems.append(FileProblem("F0001", "fatal", path, 1, 0, "no such file or folder",
                                         "check the path given on the command line"))
+    # de-duplicate by real folder + name: the same file reached through a symlinked folder (or named
+    # twice) is checked once; the file itself is not resolved (a self-referential symlink stays a
+    # path of its own and gets its "cannot read" problem)
     seen: set[str] = set()
+    real_folders: dict[str, str] = {}
     unique = []
     for name in sorted(files):
-        normal = os.path.normpath(name)
-        if normal not in seen:
-            seen.add(normal)
+        folder, base = os.path.split(os.path.normpath(name))
+        if folder not in real_folders:
+            real_folders[folder] = os.path.realpath(folder or ".")
+        key = os.path.join(real_folders[folder], base)
+        if key not in seen:
+            seen.add(key)
             unique.append(name)
     return unique, problems

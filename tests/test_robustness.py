@@ -1,0 +1,704 @@
+"""Robustness: bad input never crashes a front end, never corrupts a file (docs/robustness.md).
+
+Every bad file gives one per-file problem (path, what, hint) under a stable id, the run goes on with
+the other files, and the exit code is 2 only when something could not be checked. The same holds for
+``fix`` (the bad file is left byte-identical) and for the pylint plugin (no traceback).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hp_invariants import engine, fixer
+from hp_invariants.config import Config
+from hp_invariants.registry import RULES, get_rule
+from hp_invariants.source import SourceFile
+from test_cli import GATED, run_cli
+
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+FIXED_GATED = fixer.fix_source(SourceFile.from_bytes("g.py", GATED.encode()), RULES).text
+E9502 = get_rule("E9502")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A project with one good file that has a finding (``gated.py``) and one clean file."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "gated.py").write_text(GATED)
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    return tmp_path
+
+
+def check_json(*args: str) -> tuple[int, dict, str]:
+    code, out, err = run_cli("check", "--no-cache", "--format", "json", *args)
+    return code, json.loads(out), err
+
+
+def assert_only_problem(report: dict, path: Path, problem_id: str, *needles: str) -> dict:
+    """Exactly one problem, for ``path``, with ``problem_id`` and a hint; the good file still checked."""
+    (problem,) = report["problems"]
+    assert problem["path"] == str(path)
+    assert problem["id"] == problem_id, problem
+    assert problem["hint"], problem
+    for needle in needles:
+        assert needle in problem["message"], problem
+    assert [f["id"] for f in report["findings"]] == ["E9502"]  # gated.py was still checked
+    return problem
+
+
+# ---------------------------------------------------------------------- bad files, one by one
+# Files are parsed only when some rule's text prefilter lets them through (docs/robustness.md): the
+# parse-level cases carry the rules' trigger words in a comment so that they are parsed.
+TRIGGER = b"\n# self.reset_sharded_param() self.modules() x._local_tensor self.m()\n"
+
+BAD_FILES = {
+    "syntax_error": (b"def f(:\n    pass\n" + TRIGGER, "E0001", "cannot parse"),
+    "invalid_utf8": (b"x = '\xff\xfe'\n", "E0001", "cannot decode"),
+    "wrong_cookie": (b"# -*- coding: ascii -*-\nname = 'caf\xc3\xa9'\n", "E0001", "cannot decode"),
+    "unknown_cookie": (b"# coding: klingon\nx = 1\n", "E0001", "unknown encoding"),
+    "bom_and_latin1_cookie": (b"\xef\xbb\xbf# coding: latin-1\nx = 1\n", "E0001", "coding cookie or BOM"),
+    "utf16_cookie": (b"# coding: utf-16\nx = 1\n", "E0001", "cannot decode"),
+    "nul_bytes": (b"x = 1\n\x00\ny = 2\n", "E0001", "NUL"),
+    "binary": (bytes(random.Random(7).randrange(256) for _ in range(4096)) + b"\x00", "E0001", "cannot decode"),
+    "deep_unary": (b"x = " + b"-" * 100_000 + b"1\n" + TRIGGER, "F0002", "too deeply nested"),
+    "too_many_parens": (b"x = " + b"(" * 300 + b"1" + b")" * 300 + b"\n" + TRIGGER, "E0001", "nested parentheses"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_file_is_one_problem_and_the_run_goes_on(tree: Path, name: str):
+    raw, problem_id, needle = BAD_FILES[name]
+    bad = tree / f"{name}.py"
+    bad.write_bytes(raw)
+    code, report, err = check_json(str(tree))
+    assert code == 2
+    assert_only_problem(report, bad, problem_id, needle)
+    # fix leaves the bad file byte-identical, fixes the good one, and exits 2
+    code, out, err = run_cli("fix", "--no-cache", str(tree))
+    assert code == 2, out + err
+    assert bad.read_bytes() == raw
+    assert (tree / "gated.py").read_text() == FIXED_GATED
+    assert f"{bad}:" in out and problem_id in out
+
+
+def test_text_problem_line_names_path_id_and_hint(tree: Path):
+    (tree / "nul.py").write_bytes(b"\x00")
+    code, out, err = run_cli("check", "--no-cache", str(tree / "nul.py"))
+    assert code == 2
+    assert out.startswith(f"{tree / 'nul.py'}:1:1: E0001 syntax-error: cannot decode: ")
+    assert "(hint: " in out and "1 could not be checked" in err
+
+
+def test_bom_file_is_checked_normally(tree: Path):
+    (tree / "gated.py").write_bytes(b"\xef\xbb\xbf" + GATED.encode())
+    code, report, _ = check_json(str(tree / "gated.py"))
+    plain = tree / "plain.py"
+    plain.write_text(GATED)
+    code_plain, report_plain, _ = check_json(str(plain))
+    assert code == code_plain == 1
+    assert report["problems"] == []
+    assert [(f["line"], f["column"]) for f in report["findings"]] == \
+        [(f["line"], f["column"]) for f in report_plain["findings"]]
+
+
+def test_empty_and_whitespace_files_are_clean(tree: Path):
+    (tree / "empty.py").write_bytes(b"")
+    (tree / "blank.py").write_bytes(b"\n\n   \n")
+    (tree / "comment.py").write_bytes(b"# only a comment")
+    (tree / "gated.py").unlink()
+    assert run_cli("check", "--no-cache", str(tree)) == (0, "", "Found 0 finding(s) in 0 file(s), 4 checked.\n")
+
+
+def test_exit_code_is_2_only_when_something_was_not_checked(tree: Path):
+    assert run_cli("check", "--no-cache", str(tree))[0] == 1
+    (tree / "gated.py").unlink()
+    assert run_cli("check", "--no-cache", str(tree))[0] == 0
+    (tree / "bad.py").write_bytes(b"\x00")
+    assert run_cli("check", "--no-cache", str(tree))[0] == 2
+
+
+def test_parallel_run_reports_bad_files_the_same_way(tree: Path):
+    for name, (raw, _, _) in BAD_FILES.items():
+        (tree / f"{name}.py").write_bytes(raw)
+    serial = run_cli("check", "--no-cache", "-j", "1", str(tree))
+    parallel = run_cli("check", "--no-cache", "-j", "2", str(tree))
+    assert serial[0] == parallel[0] == 2
+    assert serial[1] == parallel[1]
+    assert len(serial[1].splitlines()) == len(BAD_FILES) + 1
+
+
+# ---------------------------------------------------------------------- huge and deep files
+def test_file_over_the_size_limit_is_not_read(tree: Path):
+    big = tree / "big.py"
+    big.write_text(GATED + "x = 1\n" * 10_000)  # ~60 kB
+    code, report, _ = check_json("--max-file-size", "0.05", str(tree))
+    assert code == 2
+    assert_only_problem(report, big, "F0004", "MiB limit")
+    code, report, _ = check_json("--max-file-size", "0.1", str(tree))
+    assert code == 1 and report["problems"] == [] and len(report["findings"]) == 2
+    # fix does not touch it either
+    before = big.read_bytes()
+    assert run_cli("fix", "--no-cache", "--max-file-size", "0.05", str(tree))[0] == 2
+    assert big.read_bytes() == before
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="peak memory read from /proc (Linux)")
+def test_50mb_generated_file_finishes_fast_with_bounded_memory(tree: Path):
+    big = tree / "generated.py"
+    line = b"TABLE_%07d = (1.0, 2.0, 3.0, 'padding to make the generated line longer')\n"
+    with open(big, "wb") as handle:
+        for start in range(0, 700_000, 10_000):
+            handle.write(b"".join(line % i for i in range(start, start + 10_000)))
+    assert big.stat().st_size > 50 * 2**20
+    script = textwrap.dedent(f"""\
+        import json, sys, time
+        from hp_invariants.cli import main
+        start = time.monotonic()
+        code = main(["check", "--no-cache", "--format", "json", {str(tree)!r}])
+        # peak resident memory of this process image (ru_maxrss would include the forking parent's)
+        peak = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+        print(json.dumps({{"code": code, "seconds": time.monotonic() - start, "rss_mb": peak / 1024}}),
+              file=sys.stderr)
+        """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    stats = json.loads(proc.stderr.strip().splitlines()[-1])
+    report = json.loads(proc.stdout)
+    assert stats["code"] == 2
+    assert_only_problem(report, big, "F0004")
+    assert stats["seconds"] < 10
+    assert stats["rss_mb"] < 200, stats  # the 50 MB were never read
+
+
+def test_long_operator_chain_is_checked_on_the_deep_stack(tree: Path):
+    # 6000 nested BinOps: ast.parse raises RecursionError at the default limit; the deep retry checks it
+    deep = tree / "deep.py"
+    deep.write_text("TOTAL = " + " + ".join(["1"] * 6000) + "\n" + GATED)
+    with pytest.raises(RecursionError):
+        engine.parse(SourceFile.from_bytes("d.py", deep.read_bytes()))
+    code, report, _ = check_json(str(deep))
+    assert code == 1 and report["problems"] == []
+    assert [f["line"] for f in report["findings"]] == [1 + check_json(str(tree / "gated.py"))[1]["findings"][0]["line"]]
+
+
+def _recursive(depth: int | None):
+    """A stand-in rule check that recurses ``depth`` frames deep (``None``: forever) and finds nothing."""
+
+    def check(rule, ctx):
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+
+        down(depth if depth is not None else 10**9)
+        return []
+
+    return check
+
+
+def test_rule_recursion_deeper_than_the_default_limit_is_retried(tree: Path, monkeypatch):
+    monkeypatch.setattr(type(E9502), "check", _recursive(20_000))
+    code, report, _ = check_json(str(tree))
+    assert code == 0 and report["problems"] == []
+
+
+def test_unbounded_rule_recursion_is_one_problem(tree: Path, monkeypatch):
+    monkeypatch.setattr(type(E9502), "check", _recursive(None))
+    code, report, _ = check_json(str(tree))
+    assert code == 2
+    (problem,) = report["problems"]  # clean.py has nothing a rule could match: not analysed at all
+    assert problem["path"] == str(tree / "gated.py")
+    assert problem["id"] == "F0002" and "too deeply nested" in problem["message"]
+    assert sys.getrecursionlimit() < engine.DEEP_RECURSION_LIMIT  # restored
+
+
+def test_rule_crash_is_an_internal_error_problem(tree: Path, monkeypatch):
+    def boom(rule, ctx):
+        raise KeyError("oops")
+
+    monkeypatch.setattr(type(E9502), "check", boom)
+    code, report, _ = check_json(str(tree))
+    assert code == 2
+    assert {p["id"] for p in report["problems"]} == {"F0002"}
+    assert all("internal error: KeyError" in p["message"] for p in report["problems"])
+
+
+# ---------------------------------------------------------------------- the file system
+def test_symlink_loops_do_not_hang_or_crash(tree: Path):
+    sub = tree / "sub"
+    sub.mkdir()
+    os.symlink("..", sub / "loop")                  # a folder pointing to its parent's parent (tree)
+    os.symlink(".", sub / "here")                   # a folder pointing to itself
+    os.symlink("self.py", tree / "self.py")         # a file pointing to itself
+    os.symlink("missing.py", tree / "dangling.py")  # a file pointing nowhere
+    code, report, _ = check_json(str(tree))
+    assert code == 2
+    problems = {Path(p["path"]).name: p for p in report["problems"]}
+    assert set(problems) == {"self.py", "dangling.py"}
+    assert "symbolic links" in problems["self.py"]["message"] and problems["self.py"]["id"] == "F0001"
+    assert "No such file" in problems["dangling.py"]["message"]
+    assert [Path(f["path"]).name for f in report["findings"]] == ["gated.py"]  # once, not through loop/
+    # naming the loops explicitly is just as safe
+    code, report, _ = check_json(str(sub / "loop"), str(sub / "here"), str(tree / "self.py"))
+    assert code == 2 and sorted(Path(p["path"]).name for p in report["problems"]) == ["dangling.py", "self.py"]
+    assert [Path(f["path"]).name for f in report["findings"]] == ["gated.py"]
+
+
+def test_folder_named_like_a_python_file(tree: Path):
+    pkg = tree / "pkg.py"
+    pkg.mkdir()
+    (pkg / "inner.py").write_text(GATED)
+    code, report, _ = check_json(str(tree))
+    assert code == 1 and report["problems"] == []
+    assert sorted(Path(f["path"]).name for f in report["findings"]) == ["gated.py", "inner.py"]
+    assert check_json(str(pkg))[0] == 1
+
+
+def test_fifo_named_py_does_not_hang(tree: Path):
+    os.mkfifo(tree / "pipe.py")
+    proc = subprocess.run([sys.executable, "-m", "hp_invariants", "check", "--no-cache", str(tree)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert f"{tree / 'pipe.py'}:1:1: F0001 fatal: cannot read: not a regular file" in proc.stdout
+    assert "E9502" in proc.stdout
+
+
+def _deny(monkeypatch, victim: Path) -> None:
+    real_open = os.open
+
+    def fake_open(path, flags, *args, **kwargs):
+        if os.fspath(path) == str(victim):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake_open)
+
+
+def test_unreadable_file_simulated(tree: Path, monkeypatch):
+    """Meaningful as root too (root reads chmod 000 files): the read itself is made to fail."""
+    locked = tree / "locked.py"
+    locked.write_text(GATED)
+    _deny(monkeypatch, locked)
+    code, report, _ = check_json(str(tree))
+    assert code == 2
+    assert_only_problem(report, locked, "F0001", "cannot read: Permission denied")
+    code, out, _ = run_cli("fix", "--no-cache", str(tree))
+    assert code == 2 and "Permission denied" in out
+    assert locked.read_text() == GATED and (tree / "gated.py").read_text() == FIXED_GATED
+
+
+@pytest.mark.skipif(IS_ROOT or sys.platform == "win32", reason="root can read a chmod 000 file")
+def test_unreadable_file_real_chmod(tree: Path):
+    locked = tree / "locked.py"
+    locked.write_text(GATED)
+    locked.chmod(0)
+    try:
+        code, report, _ = check_json(str(tree))
+        assert code == 2
+        assert_only_problem(report, locked, "F0001", "Permission denied")
+    finally:
+        locked.chmod(0o644)
+
+
+def test_file_deleted_between_discovery_and_reading(tree: Path, monkeypatch):
+    doomed = tree / "doomed.py"
+    doomed.write_text(GATED)
+    real = engine.iter_python_files
+
+    def discover_then_delete(paths, config):
+        files, problems = real(paths, config)
+        doomed.unlink()  # deleted after the walk listed it, before it is read
+        return files, problems
+
+    monkeypatch.setattr(engine, "iter_python_files", discover_then_delete)
+    code, report, _ = check_json(str(tree))
+    assert code == 2
+    assert_only_problem(report, doomed, "F0001", "No such file")
+
+
+def test_file_name_with_undecodable_bytes_is_printed(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    name = os.fsdecode(b"bad\xff.py")
+    (tmp_path / name).write_bytes(b"def f(:\n")
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "hp_invariants", "check", "--no-cache", str(tmp_path)],
+                          capture_output=True, env=env, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert b"Traceback" not in proc.stderr
+    assert b"E0001 syntax-error" in proc.stdout and b"bad\\udcff.py" in proc.stdout
+
+
+# ---------------------------------------------------------------------- the time budget
+def _slow_on(name: str, swallow: bool = False):
+    """A rule check that spins (pure Python, like a pathological rule) on files called ``name``."""
+
+    def check(rule, ctx):
+        if os.path.basename(ctx.path) == name:
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                try:
+                    sum(range(1000))
+                except Exception:  # noqa: BLE001 - a rule that swallows everything
+                    if not swallow:
+                        raise
+        return []
+
+    return check
+
+
+@pytest.mark.parametrize("swallow", [False, True], ids=["plain", "rule-swallows-exceptions"])
+def test_slow_file_is_skipped_after_the_time_budget(tree: Path, monkeypatch, swallow: bool):
+    (tree / "slow.py").write_text(GATED)
+    original = type(E9502).check
+    slow = _slow_on("slow.py", swallow)
+    monkeypatch.setattr(type(E9502), "check", lambda rule, ctx: slow(rule, ctx) or original(rule, ctx))
+    start = time.monotonic()
+    code, report, _ = check_json("--timeout-per-file", "0.3", str(tree))
+    assert time.monotonic() - start < 5
+    assert code == 2
+    problem = assert_only_problem(report, tree / "slow.py", "F0003", "time budget of 0.3 s")
+    assert "timeout-per-file" in problem["hint"]
+    assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)  # handler restored
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+
+
+def test_slow_file_in_parallel_workers(tree: Path, monkeypatch):
+    (tree / "slow.py").write_text(GATED)
+    monkeypatch.setattr(type(E9502), "check", _slow_on("slow.py"))
+    start = time.monotonic()
+    code, report, _ = check_json("-j", "2", "--timeout-per-file", "0.3", str(tree))
+    assert time.monotonic() - start < 10
+    assert code == 2 and [p["id"] for p in report["problems"]] == ["F0003"]
+
+
+def test_slow_file_is_left_untouched_by_fix(tree: Path, monkeypatch):
+    slow = tree / "slow.py"
+    slow.write_text(GATED)
+    original = type(E9502).check
+    spin = _slow_on("slow.py")
+    monkeypatch.setattr(type(E9502), "check", lambda rule, ctx: spin(rule, ctx) or original(rule, ctx))
+    code, out, _ = run_cli("fix", "--no-cache", "--timeout-per-file", "0.3", str(tree))
+    assert code == 2 and "F0003 analysis-timeout" in out
+    assert slow.read_text() == GATED
+    assert (tree / "gated.py").read_text() == FIXED_GATED
+
+
+def test_timeout_zero_disables_the_budget(tree: Path, monkeypatch):
+    def dawdle(rule, ctx):
+        time.sleep(0.2)
+        return []
+
+    monkeypatch.setattr(type(E9502), "check", dawdle)
+    assert run_cli("check", "--no-cache", "--timeout-per-file", "0", str(tree / "gated.py"))[0] == 0
+    assert run_cli("check", "--no-cache", "--timeout-per-file", "0.05", str(tree / "gated.py"))[0] == 2
+
+
+def test_timeout_also_stops_the_deep_stack_retry(tree: Path, monkeypatch):
+    def deep_then_spin(rule, ctx):
+        def down(n):
+            if n == 0:
+                while True:
+                    pass
+            return down(n - 1)
+
+        down(5000)
+
+    monkeypatch.setattr(type(E9502), "check", deep_then_spin)
+    start = time.monotonic()
+    code, report, _ = check_json("--timeout-per-file", "0.5", str(tree / "gated.py"))
+    assert time.monotonic() - start < 5
+    assert code == 2 and [p["id"] for p in report["problems"]] == ["F0003"]
+
+
+def test_time_budget_only_in_the_main_thread_and_leaves_other_timers_alone():
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(engine.time_budget(1).__enter__()))
+    worker.start()
+    worker.join()
+    assert seen == [False]
+    signal.setitimer(signal.ITIMER_REAL, 100)
+    previous = signal.signal(signal.SIGALRM, lambda *a: None)
+    try:
+        with engine.time_budget(0.01) as armed:
+            assert armed is False  # someone else's timer: not ours to replace
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    with engine.time_budget(5) as armed:
+        assert armed is True
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+
+
+# ---------------------------------------------------------------------- safe writes
+def test_file_changed_on_disk_while_fixing_is_not_overwritten(tree: Path, monkeypatch):
+    target = tree / "gated.py"
+    real_fix = fixer.fix_source
+
+    def fix_while_someone_edits(source, *args, **kwargs):
+        outcome = real_fix(source, *args, **kwargs)
+        target.write_text(GATED + "# edited meanwhile\n")
+        return outcome
+
+    monkeypatch.setattr(fixer, "fix_source", fix_while_someone_edits)
+    code, out, _ = run_cli("fix", "--no-cache", str(target))
+    assert code == 2 and "changed on disk since it was read; not overwritten" in out
+    assert target.read_text() == GATED + "# edited meanwhile\n"
+
+
+def test_same_size_same_mtime_change_is_still_detected(tree: Path, monkeypatch):
+    target = tree / "gated.py"
+    real_fix = fixer.fix_source
+    edited = GATED.replace("_done", "_DONE")
+
+    def sneaky_edit(source, *args, **kwargs):
+        outcome = real_fix(source, *args, **kwargs)
+        info = target.stat()
+        target.write_text(edited)
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))  # size and mtime look unchanged
+        return outcome
+
+    monkeypatch.setattr(fixer, "fix_source", sneaky_edit)
+    assert run_cli("fix", "--no-cache", str(target))[0] == 2
+    assert target.read_text() == edited
+
+
+def test_read_only_file_is_not_overwritten_even_as_root(tree: Path):
+    target = tree / "gated.py"
+    target.chmod(0o444)
+    code, out, _ = run_cli("fix", "--no-cache", str(target))
+    assert code == 2 and "read-only; not overwritten" in out
+    assert target.read_text() == GATED
+
+
+@pytest.mark.parametrize("failure", ["mkstemp", "fsync", "replace"])
+def test_write_failure_leaves_the_file_and_no_temp(tree: Path, monkeypatch, failure: str):
+    def fail(*args, **kwargs):
+        raise OSError(errno.ENOSPC if failure != "mkstemp" else errno.EACCES,
+                      "No space left on device" if failure != "mkstemp" else "Permission denied")
+
+    target = {"mkstemp": (fixer.tempfile, "mkstemp"), "fsync": (os, "fsync"), "replace": (os, "replace")}[failure]
+    monkeypatch.setattr(*target, fail)
+    code, out, _ = run_cli("fix", "--no-cache", str(tree))
+    assert code == 2 and "cannot write: " in out
+    monkeypatch.undo()
+    assert (tree / "gated.py").read_text() == GATED
+    assert sorted(p.name for p in tree.iterdir()) == ["clean.py", "gated.py", "pyproject.toml"]
+
+
+def test_fix_through_a_symlink_keeps_the_symlink(tree: Path):
+    real = tree / "real"
+    real.mkdir()
+    (tree / "gated.py").rename(real / "gated.py")
+    os.symlink(real / "gated.py", tree / "link.py")
+    assert run_cli("fix", "--no-cache", str(tree / "link.py"))[0] == 0
+    assert (tree / "link.py").is_symlink()
+    assert (real / "gated.py").read_text() == FIXED_GATED
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="only root can give a file to another owner")
+def test_fix_keeps_owner_and_group(tree: Path):
+    target = tree / "gated.py"
+    os.chown(target, 1234, 4321)
+    assert run_cli("fix", "--no-cache", str(target))[0] == 0
+    info = target.stat()
+    assert (info.st_uid, info.st_gid) == (1234, 4321)
+
+
+def test_stale_temp_files_of_a_dead_run_are_removed(tree: Path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    stale = tree / f".hp-invariants-{dead}-abc123.tmp"
+    live = tree / f".hp-invariants-{os.getpid()}-def456.tmp"
+    other = tree / ".hp-invariants-notes.tmp"
+    for path in (stale, live, other):
+        path.write_text("partial")
+    assert run_cli("fix", "--no-cache", "--diff", str(tree))[0] == 1
+    assert stale.exists()  # --diff writes nothing, removes nothing
+    code, _, err = run_cli("fix", "--no-cache", str(tree))
+    assert code == 0 and f"removed {stale}" in err
+    assert not stale.exists() and live.exists() and other.exists()
+
+
+def _kill_fix_mid_run(folder: Path, first: Path, rng: random.Random) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "hp_invariants", "fix", "--no-cache", str(folder)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while first.read_bytes() == ORIGINAL(0) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)  # wait until writing has started...
+    time.sleep(rng.uniform(0.0, 1.5))  # ...then kill at a random point of it
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def ORIGINAL(i: int) -> bytes:
+    return f"# file {i}\n{GATED}".encode()
+
+
+def FIXED(i: int) -> bytes:
+    return f"# file {i}\n{FIXED_GATED}".encode()
+
+
+def test_sigkill_mid_fix_leaves_every_file_old_or_new(tmp_path: Path):
+    folder = tmp_path / "many"
+    folder.mkdir()
+    (tmp_path / "pyproject.toml").write_text("")
+    n = 300
+    rng = random.Random(int(os.environ.get("HP_KILL_SEED", "20240")))
+    saw_partial = False
+    for _trial in range(3):
+        for i in range(n):
+            (folder / f"m{i:03d}.py").write_bytes(ORIGINAL(i))
+        _kill_fix_mid_run(folder, folder / "m000.py", rng)
+        states = []
+        for i in range(n):
+            data = (folder / f"m{i:03d}.py").read_bytes()
+            assert data in (ORIGINAL(i), FIXED(i)), f"m{i:03d}.py is neither the old nor the new version"
+            states.append(data == FIXED(i))
+        saw_partial |= 0 < sum(states) < n
+        leftovers = [p.name for p in folder.iterdir() if not p.name.endswith(".py")]
+        assert all(name.startswith(".hp-invariants-") and name.endswith(".tmp") for name in leftovers), leftovers
+        assert len(leftovers) <= 1
+        assert len(list(folder.iterdir())) == n + len(leftovers)
+        # the next run finishes the job and removes what the killed one left
+        code, out, err = run_cli("fix", "--no-cache", str(folder))
+        assert code == 0, out + err
+        assert all((folder / f"m{i:03d}.py").read_bytes() == FIXED(i) for i in range(n))
+        assert sorted(p.name for p in folder.iterdir()) == [f"m{i:03d}.py" for i in range(n)]
+    assert saw_partial, "no kill landed mid-run: the test did not test anything"
+
+
+# ---------------------------------------------------------------------- configuration errors
+@pytest.mark.parametrize("body, needle", [
+    ("[tool.hp-invariants\nselect = 1\n", "cannot read configuration"),  # invalid TOML
+    ("tool = 3\n", "'tool' must be a table"),
+    ('[tool]\nhp-invariants = "yes"\n', "must be a table"),
+    ("[tool.hp-invariants]\nlocal-tensor-attrs = 3\n", "'local-tensor-attrs' must be a list of strings"),
+    ("[tool.hp-invariants]\nwrap-markers = ['_ok', '[unclosed']\n", "'wrap-markers': bad regular expression '[unclosed'"),
+    ("[tool.hp-invariants]\ntimeout-per-file = 'soon'\n", "'timeout-per-file' must be a number >= 0"),
+    ("[tool.hp-invariants]\nmax-file-size = -1\n", "'max-file-size' must be a number >= 0"),
+    ("[tool.hp-invariants]\ntimeout-per-file = true\n", "'timeout-per-file' must be a number >= 0"),
+    ("[tool.hp-invariants]\nselect = ['E9502', 'shard-gated-rest']\n", "unknown rule 'shard-gated-rest'"),
+    ("[tool.hp-invariants]\nExclude = []\n", "unknown key 'Exclude'"),
+])
+def test_config_error_is_one_clear_message(tree: Path, body: str, needle: str):
+    (tree / "pyproject.toml").write_text(body)
+    for command in ("check", "fix"):
+        code, out, err = run_cli(command, "--no-cache", str(tree))
+        assert code == 2
+        assert out == ""
+        assert err.startswith("hp-invariants: configuration error: ") and err.count("\n") == 1, err
+        assert needle in err and str(tree / "pyproject.toml") in err
+    assert (tree / "gated.py").read_text() == GATED
+
+
+def test_config_file_that_is_not_utf8(tree: Path):
+    (tree / "pyproject.toml").write_bytes(b"[tool.hp-invariants]\n# caf\xe9\n")
+    code, _, err = run_cli("check", str(tree))
+    assert code == 2 and "cannot read configuration" in err and "Traceback" not in err
+
+
+def test_explicit_config_that_does_not_exist(tree: Path):
+    code, _, err = run_cli("check", "--config", str(tree / "nope.toml"), str(tree))
+    assert code == 2 and "nope.toml: configuration file not found" in err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--select", "E9502,bogus"], "--select: unknown rule 'bogus'"),
+    (["--ignore", "E77"], "--ignore: unknown rule 'E77'"),
+    (["--timeout-per-file", "-1"], "must be a finite number >= 0"),
+    (["--max-file-size", "lots"], "not a number"),
+])
+def test_bad_command_line_values(tree: Path, args: list[str], needle: str):
+    code, out, err = run_cli("check", *args, str(tree))
+    assert code == 2 and needle in err and out == ""
+
+
+def test_unexpected_internal_error_exits_2_not_1(tree: Path, monkeypatch):
+    def broken_run(*args, **kwargs):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(engine, "run", broken_run)
+    code, out, err = run_cli("check", str(tree))
+    assert code == 2 and "internal error" in err and "RuntimeError: simulated bug" in err
+
+
+def test_unwritable_output_file(tree: Path):
+    code, _, err = run_cli("check", "--output-file", str(tree / "no" / "such" / "dir.txt"), str(tree))
+    assert code == 2 and "cannot write the report" in err
+
+
+# ---------------------------------------------------------------------- the pylint plugin
+SLOW_PLUGIN = '''\
+"""Test plugin: hp-invariants with a rule check that spins forever on files named slow*.py."""
+import os
+import time
+
+from hp_invariants.checkers import register as _register
+from hp_invariants.registry import get_rule
+
+_rule_type = type(get_rule("E9502"))
+_original = _rule_type.check
+
+
+def _check(rule, ctx):
+    if os.path.basename(ctx.path).startswith("slow"):
+        while True:
+            time.sleep(0.01)
+    if os.path.basename(ctx.path).startswith("crash"):
+        raise KeyError("simulated rule bug")
+    return _original(rule, ctx)
+
+
+_rule_type.check = _check
+
+
+def register(linter):
+    _register(linter)
+'''
+
+
+def _pylint(tmp_path: Path, *args: str, plugin: str = "hp_invariants.checkers") -> subprocess.CompletedProcess:
+    (tmp_path / "slow_plugin.py").write_text(SLOW_PLUGIN)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+               HP_INVARIANTS_CACHE_DIR=str(tmp_path / "cache"))
+    return subprocess.run(
+        [sys.executable, "-m", "pylint", f"--load-plugins={plugin}", "--disable=all",
+         "--enable=E9501,E9502,E9503,E9504,F9500,F9501,syntax-error", "--persistent=n", "--score=n", *args],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+
+
+def test_pylint_plugin_on_bad_files_never_shows_a_traceback(tree: Path):
+    for name in ("syntax_error", "invalid_utf8", "nul_bytes", "wrong_cookie"):
+        (tree / f"{name}.py").write_bytes(BAD_FILES[name][0])
+    (tree / "crash.py").write_text(GATED)
+    (tree / "slow.py").write_text(GATED)
+    proc = _pylint(tree, "--hp-invariants-timeout=0.5", *sorted(p.name for p in tree.glob("*.py")),
+                   plugin="slow_plugin")
+    output = proc.stdout + proc.stderr
+    assert "Traceback" not in output, output
+    assert "slow.py:1:0: F9501: hp-invariants skipped this module: analysis took longer than 0.5 s" in output
+    assert "crash.py:1:0: F9500: hp-invariants could not analyse this module: KeyError" in output
+    assert "gated.py:5:" in output  # the good file was analysed
+    assert "E9502" in output
+
+
+@pytest.mark.parametrize("where", ["command-line", "rcfile"])
+def test_pylint_plugin_bad_regex_option_is_a_clear_error(tree: Path, where: str):
+    if where == "rcfile":
+        (tree / "pylintrc").write_text("[HP-INVARIANTS]\nwrap-markers=_ok,(unclosed\n")
+        proc = _pylint(tree, "--rcfile=pylintrc", "gated.py")
+    else:
+        proc = _pylint(tree, "--wrap-markers=(unclosed", "gated.py")
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert "argument --wrap-markers: Error in provided regular expression: (unclosed" in proc.stderr
