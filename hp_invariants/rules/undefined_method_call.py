@@ -1,4 +1,4 @@
-"""# E9503 undefined-method-call
+r"""# E9503 undefined-method-call
 
 ## What it does
 Flags a method call whose receiver's class is known precisely and where no class of that
@@ -500,11 +500,11 @@ class _State:
         chunks = []
         if getter not in hier.members:
             chunks.append(f"{indent}def {getter}(self):{nl}"
-                          f'{indent}{unit}"""{get_doc} (``self.{path}``)."""{nl}'
+                          f'{indent}{unit}"""{get_doc}: ``self.{path}``."""{nl}'
                           f"{indent}{unit}return self.{path}{nl}")
         if setter not in hier.members:
             chunks.append(f"{indent}def {setter}(self, value):{nl}"
-                          f'{indent}{unit}"""{set_doc} (``self.{path}``)."""{nl}'
+                          f'{indent}{unit}"""{set_doc}: ``self.{path}``."""{nl}'
                           f"{indent}{unit}self.{path} = value{nl}")
         text = "".join(nl + chunk for chunk in chunks)
         end = init.end_lineno

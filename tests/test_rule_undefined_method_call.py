@@ -1,0 +1,280 @@
+"""Unit tests of E9503 undefined-method-call and its class index (cache, resolution, options)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hp_invariants import class_index
+from hp_invariants.class_index import ClassIndex, load_catalog, module_name
+from hp_invariants.config import Config
+from hp_invariants.engine import Project, check_source
+from hp_invariants.fixer import fix_source
+from hp_invariants.model import Confidence
+from hp_invariants.rules.undefined_method_call import UndefinedMethodCall
+from hp_invariants.source import SourceFile
+
+RULE = UndefinedMethodCall()
+
+SEED = textwrap.dedent(
+    """\
+    from torch import nn
+
+
+    class Text(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed_tokens = nn.Embedding(4, 4)
+
+
+    class VL(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.language_model = Text()
+
+        def forward(self, ids):
+            return self.get_input_embeddings()(ids)
+
+
+    VL()
+    """
+)
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text("")
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def _check(path: Path, config: Config | None = None, cache: Path | None = None):
+    project = Project(cache_dir=str(cache) if cache else None, use_cache=cache is not None)
+    return check_source(str(path), path.read_bytes(), [RULE], config, project)
+
+
+def test_seed_message_location_confidence_and_fix(tmp_path):
+    root = _project(tmp_path, {"m.py": SEED})
+    result = _check(root / "m.py")
+    assert not result.problems
+    (finding,) = result.findings
+    assert finding.message.startswith("'VL' object has no attribute 'get_input_embeddings'")
+    assert (finding.line, finding.col) == (16, 15)  # the self.get_input_embeddings node
+    assert finding.confidence is Confidence.HIGH
+    assert finding.fix is not None and finding.fix.applicability.value == "safe"
+    assert "return self.language_model.embed_tokens" in finding.fix.edits[0].content
+
+
+def test_hint_lists_close_names(tmp_path):
+    root = _project(tmp_path, {"m.py": """\
+        class A:
+            def reset_parameters(self):
+                pass
+
+            def go(self):
+                self.reset_paramters()
+
+
+        A()
+        """})
+    (finding,) = _check(root / "m.py").findings
+    assert "did you mean 'reset_parameters'" in finding.message
+
+
+def test_annotated_receiver_is_inference(tmp_path):
+    root = _project(tmp_path, {"m.py": """\
+        class Tok:
+            def encode(self):
+                pass
+
+
+        def f(tok: Tok):
+            return tok.decode()
+        """})
+    (finding,) = _check(root / "m.py").findings
+    assert finding.confidence is Confidence.INFERENCE
+
+
+def test_fix_keeps_crlf_and_is_idempotent(tmp_path):
+    root = _project(tmp_path, {})
+    path = root / "m.py"
+    path.write_bytes(SEED.replace("\n", "\r\n").encode())
+    project = Project(use_cache=False)
+    source = SourceFile.from_bytes(str(path), path.read_bytes())
+    outcome = fix_source(source, [RULE], project=lambda: project.index_for(str(path)))
+    assert outcome.applied and not outcome.remaining
+    assert "\n" not in outcome.text.replace("\r\n", "")
+    again = fix_source(SourceFile(str(path), outcome.text), [RULE], project=lambda: project.index_for(str(path)))
+    assert not again.applied and again.text == outcome.text
+
+
+def test_options_ignored_classes_and_modules(tmp_path):
+    root = _project(tmp_path, {"m.py": SEED, "modular_x.py": SEED})
+    config = Config(root=root, options={"E9503": {"ignored-classes": ("VL",)}})
+    assert _check(root / "m.py", config).findings == []
+    assert _check(root / "modular_x.py").findings == []
+    config = Config(root=root, options={"E9503": {"ignored-modules": ()}})
+    assert len(_check(root / "modular_x.py", config).findings) == 1
+
+
+def test_mixin_option(tmp_path):
+    root = _project(tmp_path, {"m.py": """\
+        class Helper:
+            def go(self):
+                return self.step()
+
+
+        class Impl(Helper):
+            def step(self):
+                return 1
+
+
+        Helper()
+        Impl()
+        """})
+    assert len(_check(root / "m.py").findings) == 1  # constructed: its own instances raise
+    config = Config(root=root, options={"E9503": {"mixin-class-names": ("Helper",)}})
+    assert _check(root / "m.py", config).findings == []
+
+
+def test_current_file_is_summarized_fresh(tmp_path):
+    """The rule overlays the current text on the (cached) index: an edit is seen at once."""
+    root = _project(tmp_path, {"m.py": SEED})
+    project = Project(use_cache=False)
+    path = root / "m.py"
+    fixed = SEED.replace("    def forward", "    def get_input_embeddings(self):\n        return 1\n\n    def forward")
+    result = check_source(str(path), fixed.encode(), [RULE], None, project)
+    assert result.findings == []
+
+
+# ---------------------------------------------------------------------- class index
+def test_module_names(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "mod.py").write_text("")
+    (tmp_path / "script.py").write_text("")
+    assert module_name(tmp_path / "pkg" / "sub" / "mod.py") == ("pkg.sub.mod", False)
+    assert module_name(tmp_path / "pkg" / "sub" / "__init__.py") == ("pkg.sub", True)
+    assert module_name(tmp_path / "script.py") == ("script", False)
+
+
+def test_relative_import_and_reexport_resolution(tmp_path):
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "from .base import Base\n",
+        "pkg/base.py": "from torch import nn\nclass Base(nn.Module):\n    def m(self):\n        pass\n",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/child.py": "from .. import Base\nclass Child(Base):\n    pass\n",
+    })
+    index = ClassIndex.for_root(root, use_cache=False)
+    i = index.file_index(str(root / "pkg/sub/child.py"))
+    hier = index.hierarchy((i, "Child"))
+    assert not hier.unknown and "m" in hier.members and "forward" in hier.members
+    assert index.resolve("pkg.Base", i) == (index.file_index(str(root / "pkg/base.py")), "Base")
+    assert index.subclasses((index.file_index(str(root / "pkg/base.py")), "Base")) == [(i, "Child")]
+
+
+def test_bad_files_are_skipped(tmp_path):
+    root = _project(tmp_path, {"ok.py": "class A:\n    pass\n", "bad.py": "def (:\n"})
+    (root / "bin.py").write_bytes(b"\x00\x01")
+    index = ClassIndex.for_root(root, use_cache=False)
+    assert [Path(p).name for p in index.paths] == ["ok.py"]
+    assert index.stats["failed"] == 2
+
+
+def test_cache_warm_run_reads_and_detects_changes(tmp_path, monkeypatch):
+    root = _project(tmp_path / "proj", {"a.py": "class A:\n    pass\n", "b.py": "class B:\n    pass\n"})
+    cache = tmp_path / "cache"
+    cold = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
+    assert cold.stats == {"parsed": 2, "cached": 0, "failed": 0}
+    files = list(cache.iterdir())
+    assert len(files) == 1 and not files[0].name.startswith(".")  # written atomically, no temp left
+    calls = []
+    monkeypatch.setattr(class_index, "summarize_bytes", lambda *a: calls.append(a))
+    warm = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
+    assert warm.stats["parsed"] == 0 and calls == []
+    monkeypatch.undo()
+    # same content, new mtime: the content hash decides, nothing is parsed
+    os.utime(root / "a.py", ns=(1, 1))
+    touched = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
+    assert touched.stats["parsed"] == 0
+    (root / "b.py").write_text("class B:\n    def m(self):\n        pass\n")
+    changed = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
+    assert changed.stats["parsed"] == 1
+    assert "m" in changed.summary((changed.file_index(str(root / "b.py")), "B")).members
+
+
+def test_corrupt_or_old_cache_is_rebuilt(tmp_path, monkeypatch):
+    root = _project(tmp_path / "proj", {"a.py": "class A:\n    pass\n"})
+    cache = tmp_path / "cache"
+    ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
+    (cache_file,) = cache.iterdir()
+    cache_file.write_bytes(b"not a pickle")
+    assert ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True).stats["parsed"] == 1
+    monkeypatch.setattr(class_index, "FORMAT_VERSION", class_index.FORMAT_VERSION + 100)
+    assert ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True).stats["parsed"] == 1
+    with open(cache_file, "rb") as handle:
+        assert pickle.load(handle)["tag"].split("/")[1] == str(class_index.FORMAT_VERSION)
+
+
+def test_default_cache_dir(monkeypatch):
+    monkeypatch.setenv("HP_INVARIANTS_CACHE_DIR", "/x/y")
+    assert class_index.default_cache_dir() == "/x/y"
+    monkeypatch.delenv("HP_INVARIANTS_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
+    assert class_index.default_cache_dir() == "/xdg/hp-invariants"
+
+
+def test_catalog_aliases_and_registry_getattr():
+    catalog = load_catalog()
+    module = catalog["torch.nn.Module"]
+    assert catalog["torch.nn.modules.module.Module"] is module
+    assert {"training", "_parameters", "register_buffer", "forward"} <= module.members
+    assert module.registry_getattr and not module.dynamic
+    assert "get_input_embeddings" in catalog["transformers.PreTrainedModel"].members
+    assert "value" in catalog["enum.Enum"].members
+
+
+def test_lint_path_does_not_import_torch(tmp_path):
+    root = _project(tmp_path, {"m.py": SEED})
+    code = (
+        "import sys\n"
+        "from hp_invariants.engine import Project, check_source\n"
+        "from hp_invariants.rules.undefined_method_call import UndefinedMethodCall\n"
+        f"p = {str(root / 'm.py')!r}\n"
+        "r = check_source(p, open(p, 'rb').read(), [UndefinedMethodCall()], None, Project(use_cache=False))\n"
+        "assert len(r.findings) == 1, r\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("shape", [
+    "self.x = Other()\n        self.x = None",  # two different assignments: not precise
+])
+def test_child_attribute_not_precise(tmp_path, shape):
+    root = _project(tmp_path, {"m.py": f"""\
+        class Other:
+            pass
+
+
+        class A:
+            def __init__(self):
+                {shape}
+
+            def go(self):
+                return self.x.missing()
+
+
+        A()
+        """})
+    assert _check(root / "m.py").findings == []
