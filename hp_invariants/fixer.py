@@ -14,6 +14,7 @@ import re
 import stat
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -95,7 +96,9 @@ def fix_source(
         candidate = SourceFile(path=source.path, text=new_text, encoding=source.encoding, bom=source.bom)
         try:
             new_tree = engine.parse(candidate)
-            compile(new_tree, source.path, "exec")
+            with warnings.catch_warnings():  # compiler warnings on the user's code are not ours to print
+                warnings.simplefilter("ignore")
+                compile(new_tree, source.path, "exec")
         except (SyntaxError, ValueError) as exc:
             outcome.rejected = f"fix output does not parse ({exc}); left unchanged from here"
             outcome.remaining = findings
