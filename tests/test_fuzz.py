@@ -374,9 +374,10 @@ def baseline_problem(case: FixtureFile) -> str:
 
 
 def has_suppressions(text: str) -> bool:
-    """Suppression comments are line-based (pylint's disable-next is literally the next line):
+    """Suppression comments (``noqa``, ``pylint:``, ``type: ignore``) are line-based (pylint's
+    disable-next is literally the next line; a ``type: ignore`` covers its own line, as in mypy):
     moving lines around them is not meaning-preserving, so such fixtures get renames only."""
-    return "noqa" in text.lower() or "pylint:" in text
+    return "noqa" in text.lower() or "pylint:" in text or "type: ignore" in text
 
 
 @pytest.mark.skipif(not FIXTURE_FILES, reason="no checker fixtures yet")
