@@ -51,3 +51,16 @@ class Qwen3VLMoeModel(nn.Module):
         if pixel_values is not None:
             inputs_embeds = inputs_embeds + self.visual(pixel_values).mean(dim=1, keepdim=True)
         return self.language_model(inputs_embeds)
+
+
+class Qwen3VLMoeForConditionalGeneration(nn.Module):
+    """The training entry point: the VL-MoE model plus the language-model head."""
+
+    def __init__(self, vocab_size: int = 32, hidden_size: int = 8):
+        super().__init__()
+        self.model = Qwen3VLMoeModel(vocab_size=vocab_size, hidden_size=hidden_size)
+        self.lm_head = nn.Linear(hidden_size, vocab_size, bias=False)
+
+    def forward(self, input_ids=None, pixel_values=None):
+        """Return next-token logits."""
+        return self.lm_head(self.model(input_ids=input_ids, pixel_values=pixel_values))
