@@ -31,7 +31,7 @@ from typing import Iterable, NamedTuple
 from hp_invariants.astutil import dotted_name
 from hp_invariants.config import DEFAULT_EXCLUDES
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 7
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
 
 UNKNOWN = "?"
@@ -44,6 +44,9 @@ _ABSTRACT_DECORATORS = frozenset({"abstractmethod", "abstractproperty", "abstrac
 _ASSIGN_CALLS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter",
                            "insert_param_to_cell", "insert_child_to_cell"})
 _DYNAMIC_MEMBERS = frozenset({"__getattr__", "__getattribute__"})
+FACTORY_METHODS = frozenset({"from_pretrained", "from_config", "_from_config", "from_dict", "from_float",
+                             "from_observed", "from_module", "create", "build"})
+"""``Cls.<factory>(...)`` counts as constructing ``Cls`` (see :meth:`ClassIndex.constructed`)."""
 
 
 class ClassSummary(NamedTuple):
@@ -75,8 +78,9 @@ class FileSummary(NamedTuple):
 
     ``imports`` maps a module-level name to the qualified name it denotes (``""`` when bound in
     several conflicting ways); ``star``: modules imported with ``*``; ``constructed``: names that
-    are called somewhere in the file (``Foo(...)``, ``mod.Foo(...)``; only capitalized names are
-    kept), used to tell mixins from instantiated classes; ``patched``: ``(qualified class, attr)``
+    are called somewhere in the file (``Foo(...)``, ``mod.Foo(...)``, ``Foo.from_pretrained(...)``
+    and the other :data:`FACTORY_METHODS`; capitalized names and the names of classes defined in
+    the file are kept), used to tell mixins from instantiated classes; ``patched``: ``(qualified class, attr)``
     pairs assigned from outside the class (``Foo.attr = ...``, ``setattr(Foo, "attr", ...)``).
     """
 
@@ -266,13 +270,18 @@ class _Summarizer:
         imports = self.build_imports()
         classes = tuple(self.class_summary(q, n, imports) for q, n in self.raw_classes)
         constructed: set[str] = set()
+        local_classes = {q.rsplit(".", 1)[-1] for q, _ in self.raw_classes}
         patched: set[tuple[str, str]] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-                if name and name.lstrip("_")[:1].isupper():
+                if name and (name.lstrip("_")[:1].isupper() or name in local_classes):
                     constructed.add(_intern(name))
+                if name in FACTORY_METHODS and isinstance(func, ast.Attribute):
+                    owner = func.value.attr if isinstance(func.value, ast.Attribute) else getattr(func.value, "id", None)
+                    if owner:
+                        constructed.add(_intern(owner))  # Model.from_pretrained(...) builds a Model
                 if name == "setattr" and isinstance(func, ast.Name) and len(node.args) >= 2:
                     owner = dotted_name(node.args[0])
                     if owner and owner.split(".")[0] not in ("self", "cls"):

@@ -119,10 +119,10 @@ def test_fix_keeps_crlf_and_is_idempotent(tmp_path):
 
 def test_options_ignored_classes_and_modules(tmp_path):
     root = _project(tmp_path, {"m.py": SEED, "modular_x.py": SEED})
-    config = Config(root=root, options={"E9503": {"ignored-classes": ("VL",)}})
+    config = Config(root=root, options={"E9503": {"unchecked-classes": ("VL",)}})
     assert _check(root / "m.py", config).findings == []
     assert _check(root / "modular_x.py").findings == []
-    config = Config(root=root, options={"E9503": {"ignored-modules": ()}})
+    config = Config(root=root, options={"E9503": {"unchecked-modules": ()}})
     assert len(_check(root / "modular_x.py", config).findings) == 1
 
 

@@ -33,10 +33,12 @@ No message when:
   names (`setattr(self, name, v)`, `self.__dict__` writes), or is a metaclass;
 * the class or an ancestor has a decorator matching `member-adding-decorators`;
 * the class is *mixin-like* and a project subclass defines or assigns `m` (the template-method
-  pattern), or it has no project subclass at all (it is combined with other bases outside the
-  project: unittest fixture mixins, classes built with `type(...)`, bases for library users). Mixin-like means: its name matches `mixin-class-names` (default `.*Mixin.*`), or it
+  pattern), or it has no project subclass at all, or a subclass that is itself a never-constructed
+  leaf (such classes are combined with other bases outside the project: unittest fixture mixins
+  joined with `TestCase` in a test folder, classes built with `type(...)`, bases for library users). Mixin-like means: its name matches `mixin-class-names` (default `.*Mixin.*`), or it
   is abstract (an `ABC`/`ABCMeta` base or an `@abstractmethod`), or its name is never called as
-  a constructor anywhere in the project (`Name(...)`/`mod.Name(...)`). A class that is
+  a constructor anywhere in the project (`Name(...)`, `mod.Name(...)`, or a factory classmethod
+  such as `Name.from_pretrained(...)`/`Name._from_config(...)`). A class that is
   instantiated somewhere is concrete: its own instances would raise;
 * for `super().m(...)`: a project subclass mixes in another base that defines `m` (cooperative
   multiple inheritance), or the class is mixin-like by name;
@@ -46,7 +48,7 @@ No message when:
 * the call is guarded: `hasattr(self, "m")` or `getattr(self, "m", ...)` in the same function,
   inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare),
   or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
-* the class matches `ignored-classes`.
+* the class matches `unchecked-classes`.
 
 ## Why is this bad?
 The call raises `AttributeError` the first time it runs, and pylint's `no-member` stays silent
@@ -115,8 +117,9 @@ rule reports only (the right body cannot be known).
   `add_metaclass`, `with_metaclass`, `s`, `attrs`, `define`, `frozen`, `mutable`,
   `make_lazy_class`, `inherit_fields_from`, `use_kernelized_func`): class decorators that may add
   members; classes carrying one (or inheriting from one that does) are not checked.
-* `ignored-classes` (regexp list, default empty): qualified or simple class names never checked.
-* `ignored-modules` (regexp list, default `(.*\.)?modular_[^.]*`): dotted module names never
+* `unchecked-classes` (regexp list, default empty): qualified or simple class names never checked
+  (named so as not to clash with pylint's own `ignored-classes`).
+* `unchecked-modules` (regexp list, default `(.*\.)?modular_[^.]*`): dotted module names never
   checked. The default skips transformers' `modular_*.py` files: they are input to its modular
   converter, which renames attributes (`self.bert` becomes `self.ernie`) in the generated
   `modeling_*.py`, and they are never executed as written.
@@ -205,9 +208,9 @@ class UndefinedMethodCall(Rule):
                ("add_metaclass", "with_metaclass", "s", "attrs", "define", "frozen", "mutable",
                 "make_lazy_class", "inherit_fields_from", "use_kernelized_func"),
                "Class decorators (last name) that may add members; such classes are not checked."),
-        Option("ignored-classes", "regexp_csv", (),
+        Option("unchecked-classes", "regexp_csv", (),
                "Classes (simple or qualified name) whose method calls are never checked."),
-        Option("ignored-modules", "regexp_csv", (r"(.*\.)?modular_[^.]*",),
+        Option("unchecked-modules", "regexp_csv", (r"(.*\.)?modular_[^.]*",),
                "Modules (dotted name) never checked; default: transformers' modular_*.py templates, "
                "which its modular converter rewrites (renaming attributes) and which are never run."),
     )
@@ -221,7 +224,7 @@ class UndefinedMethodCall(Rule):
             return
         index: ClassIndex = ctx.project()
         module, is_package = module_name(ctx.path)
-        if any(re.fullmatch(p, module) for p in ctx.option(self, "ignored-modules")):
+        if any(re.fullmatch(p, module) for p in ctx.option(self, "unchecked-modules")):
             return
         nodes: dict[str, ast.ClassDef] = {}
         functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
@@ -250,7 +253,7 @@ class _State:
         self.imports = imports
         self.mixin_names = tuple(re.compile(p) for p in ctx.option(rule, "mixin-class-names"))
         self.adding_decorators = tuple(re.compile(p) for p in ctx.option(rule, "member-adding-decorators"))
-        self.ignored = tuple(re.compile(p) for p in ctx.option(rule, "ignored-classes"))
+        self.ignored = tuple(re.compile(p) for p in ctx.option(rule, "unchecked-classes"))
 
     # ------------------------------------------------------------------ class facts
     def checkable(self, key: ClassKey, hier: Hierarchy) -> bool:
@@ -277,8 +280,9 @@ class _State:
 
     def subclass_provides(self, key: ClassKey, name: str, outside: bool = True) -> bool:
         """True when a project subclass of ``key`` defines/assigns ``name`` or may (unknown/dynamic
-        ancestors), or when ``key`` has no project subclass at all (it is combined outside the
-        project: test fixtures run by unittest, bases for library users) and ``outside`` is True."""
+        ancestors), or when ``key`` has no project subclass at all, or a leaf subclass that nobody
+        constructs (it is combined with more bases outside the project: unittest fixture mixins,
+        bases for library users) and ``outside`` is True."""
         subs = self.view.possible_subclasses(key)
         if not subs:
             return outside
@@ -286,6 +290,8 @@ class _State:
             hier = self.view.hierarchy(sub)
             if name in hier.members or hier.dynamic or hier.unknown:
                 return True
+            if outside and self.mixin_like(sub, hier) and not self.view.possible_subclasses(sub):
+                return True  # a leaf nobody constructs: combined with more bases outside the project
         return False
 
     def sibling_provides(self, key: ClassKey, hier: Hierarchy, name: str) -> bool:
