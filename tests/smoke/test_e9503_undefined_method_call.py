@@ -32,7 +32,7 @@ def test_fix_makes_check_clean(pair):
 def test_broken_forward_raises_attribute_error(pair, device):
     module = load_module(pair.broken)
     torch.manual_seed(0)
-    model = module.VLMoeModel().to(device)
+    model = module.build_model(device)
     input_ids, pixel_values = module.make_batch(device)
     with pytest.raises(AttributeError,
                        match="'VLMoeModel' object has no attribute 'get_input_embeddings'"):
@@ -43,8 +43,8 @@ def test_fixed_forward_backward_match_explicit_embedding(pair, device):
     pair.assert_fixed_clean()
     module = load_module(pair.fixed)
     torch.manual_seed(0)
-    model = module.VLMoeModel().to(device)
-    twin = module.VLMoeModel().to(device)
+    model = module.build_model(device)
+    twin = module.build_model(device)
     twin.load_state_dict(model.state_dict())
     assert model.get_input_embeddings() is model.language_model.embed_tokens
 

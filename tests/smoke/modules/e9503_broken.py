@@ -78,6 +78,11 @@ class VLMoeModel(nn.Module):
         return self.language_model(inputs_embeds)
 
 
+def build_model(device: torch.device) -> VLMoeModel:
+    """Build the model on ``device`` (the trainer's entry point constructs it this way)."""
+    return VLMoeModel().to(device)
+
+
 def make_batch(device: torch.device, batch: int = 2, seq: int = 6, patches: int = 2):
     """Token ids with ``patches`` image tokens per sample, and matching pixel patches."""
     generator = torch.Generator().manual_seed(3)
