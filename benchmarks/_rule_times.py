@@ -32,10 +32,11 @@ def main(argv: list[str]) -> int:
     spent["python start + imports"] = imports
     if any(r.needs_project for r in RULES) and paths:
         t0 = time.perf_counter()
-        try:
-            project.index_for(paths[0])
-        except Exception as exc:  # noqa: BLE001
-            print(f"class index failed: {exc!r}", file=sys.stderr)
+        for root_file in {str(project.root_of(p)): p for p in paths}.values():  # as engine.run does
+            try:
+                project.index_for(root_file)
+            except Exception as exc:  # noqa: BLE001
+                print(f"class index failed: {exc!r}", file=sys.stderr)
         spent["class index (build or load)"] = time.perf_counter() - t0
     for path in paths:
         t0 = time.perf_counter()
