@@ -62,3 +62,83 @@ def string_value(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return None
+
+
+# ---------------------------------------------------------------------- fast traversal
+# Fields holding no node (identifiers, strings, ints, constants) and the context/operator singletons
+# (``ctx``, ``op``, ``ops``: never looked at by a walk in this package); everything else may hold
+# a node, a list of nodes, or ``None``.
+_SKIPPED_FIELDS = {
+    "FunctionDef": ("name", "type_comment"), "AsyncFunctionDef": ("name", "type_comment"),
+    "ClassDef": ("name",), "Assign": ("type_comment",), "For": ("type_comment",),
+    "AsyncFor": ("type_comment",), "With": ("type_comment",), "AsyncWith": ("type_comment",),
+    "AnnAssign": ("simple",), "ImportFrom": ("module", "level"), "Global": ("names",),
+    "Nonlocal": ("names",), "Attribute": ("attr", "ctx"), "Name": ("id", "ctx"),
+    "Constant": ("value", "kind"), "FormattedValue": ("conversion",), "comprehension": ("is_async",),
+    "ExceptHandler": ("name",), "arg": ("arg", "type_comment"), "keyword": ("arg",),
+    "alias": ("name", "asname"), "MatchSingleton": ("value",), "MatchStar": ("name",),
+    "MatchMapping": ("rest",), "MatchClass": ("kwd_attrs",), "MatchAs": ("name",),
+    "TypeIgnore": ("lineno", "tag"), "TypeVar": ("name",), "ParamSpec": ("name",),
+    "TypeVarTuple": ("name",), "Starred": ("ctx",), "List": ("ctx",), "Tuple": ("ctx",),
+    "Subscript": ("ctx",), "BinOp": ("op",), "BoolOp": ("op",), "UnaryOp": ("op",),
+    "AugAssign": ("op",), "Compare": ("ops",),
+}
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_HOLEY = frozenset({"keys", "kw_defaults"})  # list fields that may hold None (Dict, arguments)
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """Return the fields of node class ``cls`` that may hold child nodes, in ``_fields`` order.
+
+    Scalar fields and the ``ctx``/``op``/``ops`` singletons are left out, so iterating these fields
+    gives the children of :func:`ast.iter_child_nodes` in the same order, minus the
+    ``expr_context``/``operator`` nodes (and minus the ``None`` holes of ``Dict.keys`` and
+    ``arguments.kw_defaults``, which :func:`ast.iter_child_nodes` skips as well).
+    """
+    fields = _CHILD_FIELDS.get(cls)
+    if fields is None:
+        skipped = _SKIPPED_FIELDS.get(cls.__name__, ())
+        fields = _CHILD_FIELDS[cls] = tuple(f for f in getattr(cls, "_fields", ()) if f not in skipped)
+    return fields
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """Return :func:`ast.iter_child_nodes` of ``node`` as a list, without the ``ctx``/``op``
+    singletons (see :func:`child_fields`); no generator frames, for hot loops."""
+    out: list[ast.AST] = []
+    for name in _CHILD_FIELDS.get(node.__class__) or child_fields(node.__class__):
+        value = getattr(node, name, None)
+        if value is None:
+            continue
+        if value.__class__ is list:
+            out.extend([v for v in value if v is not None] if name in _HOLEY else value)
+        else:
+            out.append(value)
+    return out
+
+
+def walk_nodes(root: ast.AST) -> list[ast.AST]:
+    """Return the nodes of :func:`ast.walk` ``(root)`` as a list, in the same (breadth-first) order,
+    without the ``ctx``/``op`` singletons (see :func:`child_fields`). About three times faster than
+    :func:`ast.walk` for rules that filter by node type."""
+    out = [root]
+    append = out.append
+    extend = out.extend
+    plans = _CHILD_FIELDS
+    holey = _HOLEY
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for name in plans.get(node.__class__) or child_fields(node.__class__):
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if value.__class__ is list:
+                if name in holey:  # Dict.keys / arguments.kw_defaults may hold None
+                    extend([v for v in value if v is not None])
+                else:
+                    extend(value)
+            else:
+                append(value)
+    return out

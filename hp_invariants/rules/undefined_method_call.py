@@ -139,7 +139,7 @@ import difflib
 import re
 from typing import Iterable, Iterator
 
-from hp_invariants.astutil import dotted_name
+from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_fields, child_nodes, dotted_name, walk_nodes
 from hp_invariants.class_index import (
     CatalogEntry,
     ClassIndex,
@@ -254,6 +254,8 @@ class _State:
         self.mixin_names = tuple(re.compile(p) for p in ctx.option(rule, "mixin-class-names"))
         self.adding_decorators = tuple(re.compile(p) for p in ctx.option(rule, "member-adding-decorators"))
         self.ignored = tuple(re.compile(p) for p in ctx.option(rule, "unchecked-classes"))
+        self.scans: dict[ast.AST, _Scan] = {}  # method -> its scan by check_class (reused by check_annotated)
+        self.any_type_ignore = "type: ignore" in ctx.source.text
 
     # ------------------------------------------------------------------ class facts
     def checkable(self, key: ClassKey, hier: Hierarchy) -> bool:
@@ -339,6 +341,8 @@ class _State:
     def type_ignored(self, call: ast.Call) -> bool:
         """True when a line of the call carries ``# type: ignore`` (the author has told the type
         checker that the attribute is provided dynamically)."""
+        if not self.any_type_ignore:
+            return False
         func = call.func
         for line in range(func.lineno, (func.end_lineno or func.lineno) + 1):
             if "type: ignore" in self.ctx.source.line_text(line):
@@ -369,7 +373,9 @@ class _State:
             receiver = args[0].arg
             if args[0].annotation is not None and not self.annotates_self(args[0].annotation, key):
                 continue  # e.g. a function missing @staticmethod whose first parameter is a config
-            scans.append((method, kind, receiver, _Scan(method, receiver)))
+            scan = _Scan(method, receiver)
+            self.scans[method] = scan
+            scans.append((method, kind, receiver, scan))
         attr_classes: dict[str, ClassKey] | None = None
         for method, kind, receiver, scan in scans:
             if receiver in scan.rebound:
@@ -422,7 +428,7 @@ class _State:
                           scans: list) -> dict[str, ClassKey]:
         """``self.attr`` names assigned only in ``__init__``, only from one project class's constructor."""
         assigned: dict[str, set[ClassKey | None]] = {}
-        body_names = _class_body_names(class_node)
+        body_names: set[str] | None = None
         for method, kind, _receiver, scan in scans:
             if kind != "self":
                 continue
@@ -437,7 +443,11 @@ class _State:
                     assigned.setdefault(target, set()).add(cls_key)
         out: dict[str, ClassKey] = {}
         for attr, keys in assigned.items():
-            if len(keys) != 1 or None in keys or attr in body_names or attr in hier.inherited:
+            if len(keys) != 1 or None in keys:
+                continue
+            if body_names is None:
+                body_names = _class_body_names(class_node)
+            if attr in body_names or attr in hier.inherited:
                 continue
             if any(attr in self.view.hierarchy(sub).own for sub in self.view.subclasses(key)):
                 continue
@@ -460,7 +470,8 @@ class _State:
                     typed[param.arg] = resolved
             if not typed:
                 continue
-            scan = _Scan(func, None)
+            known = self.scans.get(func)
+            scan = known.top if known is not None else _Scan(func, None)
             for name in scan.rebound:
                 typed.pop(name, None)
             for call in scan.calls:
@@ -581,25 +592,81 @@ def _method_kind(method: ast.AST) -> str:
     return "self"
 
 
+_EXIT = object()
+"""Stack marker of :class:`_Scan`: the walk leaves a nested function."""
+_FUNCTION_KINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_STORE_KINDS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
+
+
+class _ScanView:
+    """The part of a :class:`_Scan` outside nested functions and lambdas: what ``_Scan(func, None)``
+    finds (calls in the same order, rebound names, guards)."""
+
+    __slots__ = ("calls", "rebound", "guards")
+
+    def __init__(self, calls: list[ast.Call], rebound: set[str], guards: set[tuple[str, str]]):
+        self.calls = calls
+        self.rebound = rebound
+        self.guards = guards
+
+
 class _Scan:
     """One pass over a function: its method calls, rebound names, hasattr/getattr guards and the
     attributes it stores on ``receiver`` (nested functions that take ``receiver`` as a parameter
-    and nested classes are not entered)."""
+    and nested classes are not entered; with ``receiver`` None, no nested function or lambda is
+    entered). ``top`` is the :class:`_ScanView` of the nodes outside nested functions and lambdas,
+    i.e. the result of ``_Scan(func, None)``, so one pass serves both uses."""
 
-    __slots__ = ("calls", "rebound", "guards", "stores")
+    __slots__ = ("calls", "rebound", "guards", "stores", "top")
 
     def __init__(self, func: ast.AST, receiver: str | None):
-        self.calls: list[ast.Call] = []
-        self.rebound: set[str] = set()
-        self.guards: set[tuple[str, str]] = set()
-        self.stores: list[tuple[str, ast.AST | None]] = []
-        stack = list(ast.iter_child_nodes(func))
+        calls: list[ast.Call] = []
+        rebound: set[str] = set()
+        guards: set[tuple[str, str]] = set()
+        stores: list[tuple[str, ast.AST | None]] = []
+        self.calls, self.rebound, self.guards, self.stores = calls, rebound, guards, stores
+        if receiver is None:
+            top = self.top = _ScanView(calls, rebound, guards)
+        else:
+            top = self.top = _ScanView([], set(), set())
+        top_calls, top_rebound, top_guards = top.calls, top.rebound, top.guards
+        plans = _CHILD_FIELDS
+        depth = 0  # number of nested functions/lambdas around the node
+        stack = child_nodes(func)
+        pop = stack.pop
+        push = stack.append
+        extend = stack.extend
         while stack:
-            node = stack.pop()
-            kind = type(node)
-            if kind is ast.ClassDef:
+            node = pop()
+            if node is _EXIT:
+                depth -= 1
                 continue
-            if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+            kind = node.__class__
+            if kind is ast.Name:
+                if node.ctx.__class__ is not ast.Load:
+                    rebound.add(node.id)
+                    if not depth and receiver is not None:
+                        top_rebound.add(node.id)
+                continue
+            if kind is ast.Call:
+                func_node = node.func
+                if func_node.__class__ is ast.Attribute:
+                    calls.append(node)
+                    if not depth and receiver is not None:
+                        top_calls.append(node)
+                elif func_node.__class__ is ast.Name and func_node.id in ("hasattr", "getattr") and len(node.args) >= 2:
+                    const = node.args[1]
+                    if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                        target = node.args[0]
+                        text = "super()" if _is_super(target) else dotted_name(target) or ""
+                        guards.add((text, const.value))
+                        if not depth and receiver is not None:
+                            top_guards.add((text, const.value))
+                if receiver is not None and node.args:
+                    stores.extend(_self_stores(node, receiver))
+            elif kind is ast.ClassDef:
+                continue
+            elif kind in _FUNCTION_KINDS:
                 if receiver is None:
                     continue
                 a = node.args
@@ -608,28 +675,22 @@ class _Scan:
                 params |= {a.kwarg.arg} if a.kwarg else set()
                 if receiver in params:
                     continue
-            elif kind is ast.Call:
-                func_node = node.func
-                if type(func_node) is ast.Attribute:
-                    self.calls.append(node)
-                elif type(func_node) is ast.Name and func_node.id in ("hasattr", "getattr") and len(node.args) >= 2:
-                    const = node.args[1]
-                    if isinstance(const, ast.Constant) and isinstance(const.value, str):
-                        target = node.args[0]
-                        text = "super()" if _is_super(target) else dotted_name(target) or ""
-                        self.guards.add((text, const.value))
-                if receiver is not None and node.args:
-                    self.stores.extend(_self_stores(node, receiver))
-            elif kind is ast.Name:
-                if type(node.ctx) is not ast.Load:
-                    self.rebound.add(node.id)
-                continue
-            elif kind in (ast.Global, ast.Nonlocal):
-                self.rebound.update(node.names)
-            elif receiver is not None and kind in (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For,
-                                                   ast.AsyncFor, ast.With, ast.AsyncWith):
-                self.stores.extend(_self_stores(node, receiver))
-            stack.extend(ast.iter_child_nodes(node))
+                depth += 1
+                push(_EXIT)
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                rebound.update(node.names)
+                if not depth and receiver is not None:
+                    top_rebound.update(node.names)
+            elif receiver is not None and kind in _STORE_KINDS:
+                stores.extend(_self_stores(node, receiver))
+            for name in plans.get(kind) or child_fields(kind):
+                value = getattr(node, name, None)
+                if value is None:
+                    continue
+                if value.__class__ is list:
+                    extend([v for v in value if v is not None] if name in _HOLEY else value)
+                else:
+                    push(value)
 
 
 def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None = None) -> bool:
@@ -666,11 +727,13 @@ def _test_inspects(test: ast.AST, root: str) -> bool:
 def _class_body_names(class_node: ast.ClassDef) -> set[str]:
     """Names bound directly in a class body (defs, nested classes, class attributes)."""
     names: set[str] = set()
-    for stmt in ast.walk(ast.Module(body=list(class_node.body), type_ignores=[])):
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    for stmt in walk_nodes(ast.Module(body=list(class_node.body), type_ignores=[])):
+        kind = stmt.__class__
+        if kind is ast.Name:
+            if stmt.ctx.__class__ is ast.Store:
+                names.add(stmt.id)
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
             names.add(stmt.name)
-        elif isinstance(stmt, ast.Name) and isinstance(stmt.ctx, ast.Store):
-            names.add(stmt.id)
     return names
 
 
