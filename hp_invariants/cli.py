@@ -23,16 +23,26 @@ def _codes(values: Sequence[str] | None) -> list[str]:
     return [c.strip() for value in values or () for c in value.split(",") if c.strip()]
 
 
+def _non_negative_int(text: str) -> int:
+    """argparse type for ``-j``: an integer >= 0 (0 means one worker per core)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (one per core) or a positive number, got {value}")
+    return value
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", default=None, help="files or folders (default: .)")
     parser.add_argument("--select", action="append", metavar="CODES",
                         help="only these rules: ids, id prefixes or symbols, comma-separated")
     parser.add_argument("--ignore", action="append", metavar="CODES", help="skip these rules")
-    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+    parser.add_argument("-j", "--jobs", type=_non_negative_int, default=1, metavar="N",
                         help="worker processes (0: one per core; default 1)")
     parser.add_argument("--config", metavar="PYPROJECT",
                         help="pyproject.toml to read [tool.hp-invariants] from (default: the project root's)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the class-index cache")
+    parser.add_argument("--force-exclude", action="store_true",
+                        help="apply exclude patterns to paths named on the command line too (used by pre-commit)")
     parser.add_argument("--cache-dir", metavar="DIR", help="class-index cache folder")
     parser.add_argument("--timeout-per-file", type=_non_negative, metavar="SECONDS",
                         help="give up on a file after this much analysis (F0003); 0: no limit (default 10)")
@@ -70,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix = sub.add_parser("fix", help="apply the fixes, until none applies")
     _common(fix)
     fix.add_argument("--diff", action="store_true",
-                     help="print a unified diff, write nothing; exit 1 if there are changes")
+                     help="print a unified diff, write nothing; exit 1 if there are changes or findings it cannot fix")
     fix.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
 
     sub.add_parser("rules", help="list the rules")
@@ -83,6 +93,8 @@ def _load(args: argparse.Namespace) -> tuple[Config, list]:
     paths = args.paths or ["."]
     root = find_project_root(paths[0])
     config = load_config(root, RULES, Path(args.config) if args.config else None)
+    if args.force_exclude:
+        config.force_exclude = True
     select, ignore = _codes(args.select), _codes(args.ignore)
     if select:
         config.select = validate_codes(select, RULES, "--select")
@@ -189,22 +201,27 @@ def cmd_fix(args: argparse.Namespace) -> int:
             problems.append(res.problem)
             continue
         outcome = res.outcome
+        left = outcome.remaining
         if outcome.changed:
-            changed_files += 1
-            fixed += len(outcome.applied)
             if args.diff:
                 _write(sys.stdout, res.diff)
-            elif res.skipped:
+            if res.skipped:  # not written: everything it found is still there
                 problems.append(engine.FileProblem("F0001", "fatal", res.path, 1, 0, res.skipped,
                                                    "re-run after the file is writable and unchanged"))
+                left = outcome.initial
+            else:
+                changed_files += 1
+                fixed += outcome.fixed_count
         if outcome.rejected:
             print(f"{res.path}: {outcome.rejected}", file=sys.stderr)
-        remaining.extend(outcome.remaining)
+        remaining.extend(left)
     _write(sys.stdout, output.format_text(remaining, problems) if not args.diff else
            output.format_text([], problems))
     verb = "would fix" if args.diff else "fixed"
+    unsafe_left = sum(1 for f in remaining if f.fix and f.fix.applicability.value == "unsafe")
+    hint = f" ({unsafe_left} of them with --unsafe-fixes)" if unsafe_left and not args.unsafe_fixes else ""
     print(f"{verb} {fixed} finding(s) in {changed_files} file(s); {len(remaining)} left that need a manual fix"
-          + ("" if args.unsafe_fixes else " or --unsafe-fixes") + ".", file=sys.stderr)
+          + hint + ".", file=sys.stderr)
     if problems:
         return 2
     if remaining or (args.diff and changed_files):

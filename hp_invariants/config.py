@@ -6,6 +6,8 @@ Keys (kebab-case, as ruff and pylint spell them):
   a prefix such as ``E95`` selects every id starting with it;
 * ``exclude`` / ``extend-exclude``: gitignore-style patterns of paths not to walk into;
 * ``per-file-ignores``: a table ``"glob" = ["E9503", ...]``;
+* ``force-exclude``: apply ``exclude`` to paths named on the command line too (what the
+  pre-commit hooks pass), as ruff's ``--force-exclude`` does;
 * ``report-unused-suppressions``: report ``# pylint: disable``/``# noqa`` comments for our rules
   that suppress nothing (``I9500 useless-suppression``);
 * ``cache-dir``: where the E9503 class index is cached;
@@ -65,6 +67,7 @@ GENERAL_KEYS = {
     "extend-exclude",
     "per-file-ignores",
     "report-unused-suppressions",
+    "force-exclude",
     "cache-dir",
     "timeout-per-file",
     "max-file-size",
@@ -142,6 +145,7 @@ class Config:
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDES))
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     report_unused_suppressions: bool = False
+    force_exclude: bool = False
     cache_dir: str | None = None
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = ""
@@ -263,6 +267,10 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: '{key}' must be a boolean, got {value!r}")
             config.report_unused_suppressions = value
+        elif key == "force-exclude":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: '{key}' must be a boolean, got {value!r}")
+            config.force_exclude = value
         elif key == "cache-dir":
             if not isinstance(value, str):
                 raise ConfigError(f"{where}: '{key}' must be a string, got {value!r}")

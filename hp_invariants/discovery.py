@@ -2,7 +2,8 @@
 
 Folders are walked recursively (symlinked folders met during the walk are not followed, so a
 symlink loop cannot hang the walk; a symlinked folder named on the command line is walked); ``exclude`` patterns from :class:`hp_invariants.config.Config` prune folders and
-files. A file named explicitly is always checked, whatever its suffix, as ruff and flake8 do.
+files. A file named explicitly is always checked, whatever its suffix, as ruff and flake8 do,
+unless ``force-exclude`` is set (the pre-commit hooks set it: they name every staged file).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ def iter_python_files(paths: Iterable[str], config: Config) -> tuple[list[str], 
     files: list[str] = []
     problems: list[FileProblem] = []
     for path in paths:
+        if config.force_exclude and config.is_excluded(path):
+            continue  # --force-exclude: excluded even when named (pre-commit passes every staged file)
         if os.path.isdir(path):
             def onerror(exc: OSError) -> None:
                 problems.append(FileProblem("F0001", "fatal", exc.filename or path, 1, 0,

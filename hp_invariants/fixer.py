@@ -38,12 +38,22 @@ class FixOutcome:
     text: str
     applied: list[Finding] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
+    initial: list[Finding] = field(default_factory=list)
     rejected: str = ""
 
     @property
     def changed(self) -> bool:
         """True when at least one fix was applied."""
         return bool(self.applied)
+
+    @property
+    def fixed_count(self) -> int:
+        """How many of the findings ``check`` reported before the fix are gone after it.
+
+        Counted on findings, not on edits: one edit may fix several findings (two calls under
+        one gate), and a finding may take several rounds (two gates in one condition).
+        """
+        return max(0, len(self.initial) - len(self.remaining)) if self.changed else 0
 
 
 def allowed(finding: Finding, unsafe: bool) -> bool:
@@ -86,8 +96,10 @@ def fix_source(
     current = source
     tree = engine.parse(current)
     outcome = FixOutcome(text=source.text)
-    for _ in range(MAX_ROUNDS):
+    for round_number in range(MAX_ROUNDS):
         findings = engine.analyze(current, tree, rules, options, project)
+        if round_number == 0:
+            outcome.initial = findings
         fixable = _non_overlapping(current, [f for f in findings if allowed(f, unsafe)])
         if not fixable:
             outcome.remaining = findings
@@ -132,10 +144,13 @@ class FileFixResult:
 def unified_diff(path: str, before: str, after: str) -> str:
     """Return a unified diff of ``before`` -> ``after`` labelled with ``path``."""
     import difflib
+    import os
 
     return "".join(difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True),
-        fromfile=f"a/{path}", tofile=f"b/{path}",
+        # git-style a/ b/ prefixes for relative paths; an absolute path is shown as it is
+        fromfile=path if os.path.isabs(path) else f"a/{path}",
+        tofile=path if os.path.isabs(path) else f"b/{path}",
     ))
 
 

@@ -7,9 +7,11 @@ JSON and SARIF carry each finding's fix (edits and applicability); SARIF puts th
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Sequence
 
 from hp_invariants import __version__
+from hp_invariants.docs import rule_doc
 from hp_invariants.model import FileProblem, Finding, Rule
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -36,21 +38,41 @@ def format_json(findings: Sequence[Finding], problems: Sequence[FileProblem]) ->
 
 
 def _github_escape(text: str) -> str:
+    """Escape a workflow-command message (GitHub's ``escapeData``)."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _github_property(text: str) -> str:
+    """Escape a workflow-command property value (GitHub's ``escapeProperty``)."""
+    return _github_escape(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def format_github(findings: Sequence[Finding], problems: Sequence[FileProblem]) -> str:
     """GitHub Actions workflow commands (``::error file=...``), one per finding and problem."""
     lines = []
     for p in problems:
-        lines.append(f"::error file={p.path},line={p.line},col={p.col + 1},title={p.problem_id} {p.symbol}::"
+        lines.append(f"::error file={_github_property(p.path)},line={p.line},col={p.col + 1},"
+                     f"title={_github_property(p.problem_id + ' ' + p.symbol)}::"
                      + _github_escape(f"{p.message} (hint: {p.hint})" if p.hint else p.message))
     for f in findings:
         lines.append(
-            f"::error file={f.path},line={f.line},col={f.col + 1},endLine={f.end_line},"
-            f"endColumn={f.end_col + 1},title={f.rule_id} {f.symbol}::{_github_escape(f.message)}"
+            f"::error file={_github_property(f.path)},line={f.line},col={f.col + 1},endLine={f.end_line},"
+            f"endColumn={f.end_col + 1},title={_github_property(f.rule_id + ' ' + f.symbol)}::"
+            f"{_github_escape(f.message)}"
         )
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _artifact(path: str) -> dict:
+    """A SARIF ``artifactLocation``: a ``file://`` URI for absolute paths, else a percent-encoded
+    relative URI against ``%SRCROOT%`` (the folder the run started in)."""
+    import os
+    from pathlib import Path
+    from urllib.parse import quote
+
+    if os.path.isabs(path):
+        return {"uri": Path(path).as_uri()}
+    return {"uri": quote(Path(os.path.normpath(path)).as_posix()), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(start: tuple[int, int], end: tuple[int, int]) -> dict:
@@ -68,7 +90,7 @@ def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], r
             "message": {"text": f.message},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": {"uri": f.path},
+                    "artifactLocation": _artifact(f.path),
                     "region": _region((f.line, f.col), (f.end_line, f.end_col)),
                 }
             }],
@@ -81,7 +103,7 @@ def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], r
                 "description": {"text": f.fix.message},
                 "properties": {"applicability": f.fix.applicability.value},
                 "artifactChanges": [{
-                    "artifactLocation": {"uri": f.path},
+                    "artifactLocation": _artifact(f.path),
                     "replacements": [
                         {"deletedRegion": _region(e.start, e.end), "insertedContent": {"text": e.content}}
                         for e in f.fix.edits
@@ -93,13 +115,14 @@ def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], r
         "level": "error",
         "descriptor": {"id": p.problem_id},
         "message": {"text": f"{p.symbol}: {p.message}" + (f" (hint: {p.hint})" if p.hint else "")},
-        "locations": [{"physicalLocation": {"artifactLocation": {"uri": p.path},
+        "locations": [{"physicalLocation": {"artifactLocation": _artifact(p.path),
                                              "region": {"startLine": p.line, "startColumn": p.col + 1}}}],
     } for p in problems]
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
             "tool": {"driver": {
                 "name": "hp-invariants",
                 "version": __version__,
@@ -109,7 +132,7 @@ def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], r
                     "name": r.symbol,
                     "shortDescription": {"text": r.summary},
                     "fullDescription": {"text": r.description or r.summary},
-                    "helpUri": f"docs/rules/{r.symbol}.md",
+                    "help": {"text": rule_doc(r), "markdown": rule_doc(r)},
                 } for r in rules],
             }},
             "results": results,

@@ -47,7 +47,7 @@ class Suppression:
         """Return True if this suppression silences ``finding``."""
         if not self.first <= finding.line <= self.last:
             return False
-        return self.code in ("all", "*", finding.rule_id, finding.symbol)
+        return self.code in ("all", "*", finding.symbol) or self.code.upper() == finding.rule_id
 
 
 def parse_suppressions(text: str, tree: ast.AST | None = None) -> list[Suppression]:
@@ -139,4 +139,4 @@ def mentions_our_codes(text: str, rules: Iterable[Rule]) -> bool:
 def unused(suppressions: Sequence[Suppression], rules: Iterable[Rule]) -> list[Suppression]:
     """Return the suppressions naming one of ``rules`` (by id or symbol) that silenced nothing."""
     names = {name for r in rules for name in (r.rule_id, r.symbol)}
-    return [s for s in suppressions if not s.used and s.code in names]
+    return [s for s in suppressions if not s.used and (s.code in names or s.code.upper() in names)]

@@ -315,3 +315,53 @@ def test_prefilter_follows_configured_names(tmp_path: Path):
     code, out, _ = run_cli("check", str(tmp_path / "m.py"))
     assert code == 1
     assert [line.split(": ")[1].split()[0] for line in out.splitlines()] == ["E9501", "E9502"]
+
+
+# ---------------------------------------------------------------------- user-trial regressions
+def test_force_exclude_applies_to_named_files(project: Path):
+    """Regression: pre-commit names every staged file, so excludes must apply with --force-exclude."""
+    (project / "pyproject.toml").write_text('[tool.hp-invariants]\nextend-exclude = ["third_party"]\n')
+    (project / "third_party").mkdir()
+    (project / "third_party" / "vendored.py").write_text(GATED)
+    named = str(project / "third_party" / "vendored.py")
+    assert run_cli("check", named)[0] == 1
+    assert run_cli("check", "--force-exclude", named)[:2] == (0, "")
+    (project / "pyproject.toml").write_text(
+        '[tool.hp-invariants]\nextend-exclude = ["third_party"]\nforce-exclude = true\n')
+    assert run_cli("check", named)[:2] == (0, "")
+    assert run_cli("fix", named)[0] == 0 and (project / "third_party" / "vendored.py").read_text() == GATED
+
+
+def test_negative_jobs_is_a_usage_error(project: Path):
+    code, _, err = run_cli("check", "-j", "-1", str(project))
+    assert code == 2 and "must be 0" in err
+
+
+def test_noqa_ids_are_case_insensitive(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "m.py").write_text(GATED.replace("p.reset_sharded_param()", "p.reset_sharded_param()  # NOQA: e9502"))
+    assert run_cli("check", str(tmp_path / "m.py"))[0] == 0
+
+
+def test_github_format_escapes_property_values(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    odd = tmp_path / "we,ird:na%me.py"
+    odd.write_text(GATED)
+    _, out, _ = run_cli("check", "--format", "github", str(odd))
+    assert out.startswith("::error file=" + str(tmp_path).replace(":", "%3A") + "/we%2Cird%3Ana%25me.py,line=")
+
+
+def test_sarif_uses_uris_and_inline_help(tmp_path: Path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "bad 100%.py").write_text(GATED)
+    monkeypatch.chdir(tmp_path)
+    _, out, _ = run_cli("check", "--format", "sarif", "bad 100%.py")
+    run = json.loads(out)["runs"][0]
+    location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "bad%20100%25.py", "uriBaseId": "%SRCROOT%"}
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.as_uri() + "/"
+    rule = run["tool"]["driver"]["rules"][0]
+    assert "helpUri" not in rule and rule["help"]["markdown"].startswith("# E9501")
+    _, out, _ = run_cli("check", "--format", "sarif", str(tmp_path / "bad 100%.py"))
+    uri = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == (tmp_path / "bad 100%.py").as_uri()

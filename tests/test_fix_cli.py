@@ -48,7 +48,7 @@ def gated(tmp_path: Path) -> Path:
 def test_diff_prints_and_writes_nothing(gated: Path):
     code, out, _ = run_cli("fix", "--diff", str(gated))
     assert code == 1
-    assert out.startswith(f"--- a/{gated}\n+++ b/{gated}\n")
+    assert out.startswith(f"--- {gated}\n+++ {gated}\n")
     assert "-        if self.is_shard and not self._done:" in out
     assert "+        if not self._done:" in out
     assert gated.read_text() == GATED
@@ -123,3 +123,22 @@ def test_fix_keeps_permissions_and_skips_read_only(gated: Path):
 def test_fix_leaves_no_temp_files(gated: Path):
     run_cli("fix", str(gated))
     assert sorted(p.name for p in gated.parent.iterdir()) == ["gated.py", "pyproject.toml"]
+
+
+def test_fix_counts_findings_not_edits(tmp_path: Path):
+    """Regression: one edit fixing two findings counts two; a skipped file counts none."""
+    (tmp_path / "pyproject.toml").write_text("")
+    two = tmp_path / "two.py"
+    two.write_text("def init(model, layers, ws):\n    if ws > 1:\n        fully_shard(layers)\n        fully_shard(model)\n")
+    ro = tmp_path / "ro.py"
+    ro.write_text("def init(model, ws):\n    if ws > 1:\n        fully_shard(model)\n")
+    os.chmod(ro, 0o444)
+    code, out, err = run_cli("fix", str(two), str(ro))
+    assert code == 2 and "read-only" in out
+    assert "fixed 2 finding(s) in 1 file(s); 1 left" in err
+    assert "fully_shard" in out  # the read-only file's finding is still reported
+
+
+def test_diff_headers_for_absolute_paths(gated: Path):
+    _, out, _ = run_cli("fix", "--diff", str(gated))
+    assert out.startswith(f"--- {gated}\n+++ {gated}\n")
