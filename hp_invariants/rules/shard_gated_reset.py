@@ -36,6 +36,11 @@ The call is gated when it sits
 
 No message for:
 
+* a call whose complementary path calls the same function too (same last name): the other branch of
+  the `if` (its whole `elif`/`else` chain) or of the ternary, or the exiting branch of an early-exit
+  guard (`if ws > 1: fully_shard(m, mesh=mesh)` / `else: fully_shard(m)`; `if not self.is_shard:`
+  resetting and then returning). The step runs at every shard degree. An `else: pass` or an `else`
+  with other calls only does not count;
 * an `or` chain: `if self.is_shard or force:` runs the reset when `force` holds, so it is not gated;
 * `is_sharded`: in PyTorch FSDP2 `FSDPParam.is_sharded` / `FSDPParamGroup.is_sharded` is the
   sharded **state** of the parameters (sharded vs unsharded right now), not the shard degree. PyTorch's
@@ -467,6 +472,23 @@ def _always_exits(stmts: Sequence[ast.stmt]) -> bool:
     return False
 
 
+def _calls_named(nodes: Sequence[ast.AST], name: str | None) -> bool:
+    """True when ``nodes`` (statements or expressions) call a function whose last name is ``name``.
+
+    Nested functions, lambdas and classes are not entered (defining them calls nothing).
+    """
+    if name is None:
+        return False
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call) and last_name(node.func) == name:
+            return True
+        if not isinstance(node, _SCOPE_NODES):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
 @dataclass
 class _Context:
     """Where a gate was found: ``kind`` is if/ifexp/and/or/comp/exit; ``node`` the construct."""
@@ -542,30 +564,42 @@ class ShardGatedReset(Rule):
                 scope = anc
                 break
             chain.append(anc)
+        name = last_name(call.func)
         for index in range(1, len(chain)):
             child, anc = chain[index - 1], chain[index]
-            context = self._context(analyzer, child, anc, scope)
+            context = self._context(analyzer, child, anc, scope, name)
             if context is not None:
                 return context, scope
         if chain[-1] is not ctx.tree and isinstance(scope, _SCOPE_NODES):
-            return self._siblings_in(analyzer, chain[-1], scope, scope)
+            return self._siblings_in(analyzer, chain[-1], scope, scope, name)
         return None
 
-    def _siblings_in(self, analyzer, child, parent, scope):
-        context = self._early_exit(analyzer, child, parent, scope)
+    def _siblings_in(self, analyzer, child, parent, scope, name=None):
+        context = self._early_exit(analyzer, child, parent, scope, name)
         return (context, scope) if context else None
 
-    def _context(self, analyzer: _Analyzer, child: ast.AST, anc: ast.AST, scope: ast.AST) -> _Context | None:
-        context = self._early_exit(analyzer, child, anc, scope)
+    def _context(self, analyzer: _Analyzer, child: ast.AST, anc: ast.AST, scope: ast.AST,
+                 name: str | None = None) -> _Context | None:
+        """The gating context ``anc`` puts around ``child``, or ``None``.
+
+        A branch is not gated when the complementary path (the other branch of the ``if`` or
+        ternary, including its whole ``elif``/``else`` chain) also calls ``name``: the step then
+        runs at every shard degree.
+        """
+        context = self._early_exit(analyzer, child, anc, scope, name)
         if context is not None:
             return context
         if isinstance(anc, ast.If) and child is not anc.test:
             truth = child in anc.body
             gate = analyzer.requires(anc.test, truth, scope)
+            if gate and _calls_named(anc.orelse if truth else anc.body, name):
+                return None
             return _Context("if", anc, gate, truth, anc.test) if gate else None
         if isinstance(anc, ast.IfExp) and child is not anc.test:
             truth = child is anc.body
             gate = analyzer.requires(anc.test, truth, scope)
+            if gate and _calls_named([anc.orelse if truth else anc.body], name):
+                return None
             return _Context("ifexp", anc, gate, truth, anc.test) if gate else None
         if isinstance(anc, ast.BoolOp) and child in anc.values:
             is_and = isinstance(anc.op, ast.And)
@@ -583,8 +617,12 @@ class ShardGatedReset(Rule):
                         return _Context("comp", anc, gate, True, cond)
         return None
 
-    def _early_exit(self, analyzer: _Analyzer, child: ast.AST, parent: ast.AST, scope: ast.AST) -> _Context | None:
-        """An ``if ...: return`` (raise/continue/break) before ``child`` in a block of ``parent``."""
+    def _early_exit(self, analyzer: _Analyzer, child: ast.AST, parent: ast.AST, scope: ast.AST,
+                    callee: str | None = None) -> _Context | None:
+        """An ``if ...: return`` (raise/continue/break) before ``child`` in a block of ``parent``.
+
+        A guard whose exiting branch also calls ``callee`` does not gate it (the step runs either way).
+        """
         if not isinstance(child, ast.stmt):
             return None
         for name in ("body", "orelse", "finalbody", "handlers"):
@@ -598,7 +636,7 @@ class ShardGatedReset(Rule):
                 if body_exits == else_exits:
                     continue
                 gate = analyzer.requires(stmt.test, else_exits, scope)
-                if gate:
+                if gate and not _calls_named(stmt.body if body_exits else stmt.orelse, callee):
                     return _Context("exit", stmt, gate, else_exits, stmt.test)
         return None
 
