@@ -142,3 +142,33 @@ def walk_nodes(root: ast.AST) -> list[ast.AST]:
             else:
                 append(value)
     return out
+
+
+def walk_with_parents(root: ast.AST) -> tuple[list[ast.AST], list[ast.AST | None]]:
+    """Return ``(nodes, parents)``: :func:`walk_nodes` ``(root)`` and, at the same positions, the
+    parent of each node (``None`` for ``root``), from one pass."""
+    out = [root]
+    owners: list[ast.AST | None] = [None]
+    append = out.append
+    extend = out.extend
+    own_append = owners.append
+    own_extend = owners.extend
+    plans = _CHILD_FIELDS
+    holey = _HOLEY
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for name in plans.get(node.__class__) or child_fields(node.__class__):
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if value.__class__ is list:
+                if name in holey:
+                    value = [v for v in value if v is not None]
+                extend(value)
+                own_extend([node] * len(value))
+            else:
+                append(value)
+                own_append(node)
+    return out, owners

@@ -6,8 +6,17 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from hp_invariants.astutil import walk_with_parents
 from hp_invariants.model import Applicability, Confidence, Edit, Finding, Fix, Rule
 from hp_invariants.source import SourceFile
+
+
+_CONCRETE = frozenset(
+    c for c in vars(ast).values()
+    if isinstance(c, type) and type(c) is type and issubclass(c, ast.AST) and not c.__subclasses__()
+)
+"""Node classes without subclasses (and without the deprecated ``ast.Num``-style instance checks):
+for these, ``nodes_of`` compares classes instead of calling isinstance."""
 
 
 @dataclass
@@ -26,6 +35,9 @@ class FileContext:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     project: Callable[[], Any] | None = None
     _parents: dict[int, ast.AST] | None = field(default=None, repr=False)
+    _nodes: list[ast.AST] | None = field(default=None, repr=False)
+    _owners: list[ast.AST | None] | None = field(default=None, repr=False)
+    _by_types: dict[tuple[type, ...], list[ast.AST]] | None = field(default=None, repr=False)
 
     @property
     def path(self) -> str:
@@ -43,14 +55,41 @@ class FileContext:
         raise KeyError(f"{rule.rule_id} has no option {name!r}")
 
     # ------------------------------------------------------------------ tree navigation
+    def nodes(self) -> list[ast.AST]:
+        """Return every node of ``tree`` in :func:`ast.walk` order (breadth-first), without the
+        ``ctx``/``op`` singletons (``Load``, ``Store``, ``Add`` ...: see
+        :func:`hp_invariants.astutil.child_fields`).
+
+        Built by one pass over the tree on first use, shared by every rule and by :meth:`parent`;
+        the pass iterates the node fields directly (no :func:`ast.iter_child_nodes` generators).
+        """
+        if self._nodes is None:
+            self._nodes, self._owners = walk_with_parents(self.tree)
+        return self._nodes
+
+    def nodes_of(self, *types: type) -> list[ast.AST]:
+        """Return the nodes of ``tree`` that are instances of ``types``, in :func:`ast.walk` order
+        (so ``for n in ctx.nodes_of(ast.Call)`` visits what ``for n in ast.walk(tree): if
+        isinstance(n, ast.Call)`` visits, in the same order). Memoized per ``types``."""
+        if self._by_types is None:
+            self._by_types = {}
+        found = self._by_types.get(types)
+        if found is None:
+            nodes = self.nodes()
+            if len(types) == 1 and types[0] in _CONCRETE:
+                kind = types[0]
+                found = [n for n in nodes if n.__class__ is kind]
+            else:
+                found = [n for n in nodes if isinstance(n, types)]
+            self._by_types[types] = found
+        return found
+
     def parent(self, node: ast.AST) -> ast.AST | None:
-        """Return the parent of ``node`` in ``tree`` (parent links are built on first use)."""
+        """Return the parent of ``node`` in ``tree`` (parent links are built on first use, from the
+        same pass as :meth:`nodes`)."""
         if self._parents is None:
-            parents: dict[int, ast.AST] = {}
-            for outer in ast.walk(self.tree):
-                for child in ast.iter_child_nodes(outer):
-                    parents[id(child)] = outer
-            self._parents = parents
+            self.nodes()
+            self._parents = dict(zip(map(id, self._nodes), self._owners))  # type: ignore[arg-type]
         return self._parents.get(id(node))
 
     def ancestors(self, node: ast.AST):

@@ -243,10 +243,10 @@ class LocalTensorViewNotDetached(Rule):
         """Yield the findings of ``ctx``'s file (see the module docstring for the shapes)."""
         attrs = frozenset(ctx.option(self, "local-tensor-attrs"))
         nograd_names = frozenset(ctx.option(self, "no-grad-contexts"))
-        stores = _scopes_with_stores(ctx.tree, attrs)
+        stores = _scopes_with_stores(ctx, attrs)
         if not stores:
             return
-        torch_aliases, imported, modules = _torch_imports(ctx.tree)
+        torch_aliases, imported, modules = _torch_imports(ctx.tree, ctx.nodes_of(ast.Import, ast.ImportFrom))
         scopes: list[tuple[list[ast.stmt], bool]] = []
         for scope in stores:
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -317,8 +317,11 @@ def _edit_for(ctx, origin: _Origin) -> Edit | None:
 
 
 # ---------------------------------------------------------------------- helpers
-def _torch_imports(tree: ast.Module) -> tuple[frozenset, dict, frozenset]:
+def _torch_imports(tree: ast.Module, nodes: Iterable[ast.AST] | None = None) -> tuple[frozenset, dict, frozenset]:
     """Return the names bound to torch, the view functions imported from torch, and all imported names.
+
+    ``nodes``: the nodes of ``tree`` to look at, in :func:`ast.walk` order (default: all of them;
+    the rule passes ``ctx.nodes_of(ast.Import, ast.ImportFrom)``).
 
     Imported names are modules or functions, never tensors: ``F.unfold(x)`` or ``np.split(a)`` are
     not method calls on a tensor.
@@ -326,7 +329,7 @@ def _torch_imports(tree: ast.Module) -> tuple[frozenset, dict, frozenset]:
     aliases = {"torch"}
     imported: dict[str, str] = {}
     bound: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(tree) if nodes is None else nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 bound.add(alias.asname or alias.name.split(".")[0])
@@ -676,22 +679,27 @@ class _Walker:
         return _Value(inline=inline, carried=receiver.carried)
 
 
-def _scopes_with_stores(tree: ast.Module, attrs: frozenset) -> list[ast.AST]:
+def _scopes_with_stores(ctx, attrs: frozenset) -> list[ast.AST]:
     """Return the scopes (module, functions, classes) whose own body stores into one of ``attrs``.
 
     Only these are analysed, which keeps the rule cheap on files that merely read ``_local_tensor``.
+    A store is ``x.<attr> = ...`` (any store context) or a three-argument call whose second argument
+    is the attribute name (``setattr(x, "<attr>", v)``); its scope is the innermost function or
+    class around it (the module otherwise). Uses the file's shared node lists and parent links
+    (``ctx.nodes_of``, ``ctx.parent``).
     """
+    hits: list[ast.AST] = [n for n in ctx.nodes_of(ast.Attribute)
+                           if n.ctx.__class__ is ast.Store and n.attr in attrs]
+    hits.extend(n for n in ctx.nodes_of(ast.Call)
+                if len(n.args) == 3 and isinstance(n.args[1], ast.Constant) and n.args[1].value in attrs)
     found: dict[int, ast.AST] = {}
-    stack: list[tuple[ast.AST, ast.AST]] = [(tree, tree)]
-    while stack:
-        node, scope = stack.pop()
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in attrs:
-            found.setdefault(id(scope), scope)
-        elif (isinstance(node, ast.Call) and len(node.args) == 3 and isinstance(node.args[1], ast.Constant)
-              and node.args[1].value in attrs):
-            found.setdefault(id(scope), scope)
-        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else scope
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    for node in hits:
+        scope = ctx.parent(node)
+        while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scope = ctx.parent(scope)
+        if scope is None:
+            scope = ctx.tree
+        found.setdefault(id(scope), scope)
     return sorted(found.values(), key=lambda n: getattr(n, "lineno", 0))
 
 

@@ -243,9 +243,8 @@ class _Analyzer:
         self.quantities = [re.compile(p) if isinstance(p, str) else p
                            for p in ctx.option(rule, "shard-degree-quantities")]
         self.info = _FileInfo()
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, FunctionNode):
-                self.info.defs.setdefault(node.name, []).append(node)
+        for node in ctx.nodes_of(*FunctionNode):  # ast.walk order
+            self.info.defs.setdefault(node.name, []).append(node)
 
     # ------------------------------------------------------------------ names
     def _quantity_name(self, name: str | None) -> bool:
@@ -537,7 +536,7 @@ class ShardGatedReset(Rule):
         if not any(name in ctx.source.text for name in calls):
             return
         analyzer = _Analyzer(ctx, self)
-        for node in ast.walk(ctx.tree):
+        for node in ctx.nodes_of(ast.Call):  # ast.walk order; is_unconditional needs a Call
             if not analyzer.is_unconditional(node):
                 continue
             found = self._find_gate(ctx, analyzer, node)
