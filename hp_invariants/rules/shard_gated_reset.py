@@ -120,7 +120,8 @@ The fix removes the gate and nothing else:
 * `and` chain: the gate conjunct is dropped (`if self.is_shard and not done:` -> `if not done:`),
   comments inside the condition kept;
 * `if gate:` without `else`: the `if` line is removed and its body dedented (lines inside multi-line
-  strings untouched; a trailing comment of the `if` line is kept as a comment line);
+  strings untouched; a trailing comment of the `if` line is kept as a comment line); for a walrus
+  gate `if (need := ws > 1):` the header becomes `need = ws > 1`, so the name stays bound;
 * `elif gate:` without a following branch: becomes `else:`;
 * ternary `fully_shard(m) if ws > 1 else m`: replaced by the branch holding the call;
 * comprehension filter `if ws > 1`: removed; short-circuit `gate and reset()`: the gate operand dropped.
@@ -130,14 +131,19 @@ These are **safe** when the gated region holds only the must-always-run step: ca
 blocks of those, `pass`, and flag assignments of constants (`self._done = True`); for a ternary, the
 other branch must be free of side effects (a constant or a name) and the kept branch the call itself.
 They are **unsafe** (applied only with `--unsafe-fixes`) when the region holds more, since that code
-would then also run at shard degree 1, when the dropped gate calls a function of the project
-(which may have side effects), or when the value of a short-circuit expression is used.
+would then also run at shard degree 1 (a `return fully_shard(m)` body counts as more: the return
+moves out of the gate), when the dropped gate calls a function or reads a `@property` of the project
+(a property read runs project code too, which may have side effects), when it is a walrus gate, or
+when the value of a short-circuit expression is used.
 
 **Report-only** (no fix): early-exit guards (`if not self.is_shard: return`; removing them changes
 everything after the guard), calls in an `else` branch of a negative test or in an `elif` reached
 through a preceding negative test, `if gate:` with an `else`/`elif`, `or` forms
-(`not is_shard or reset()`), and tests where the gate is buried (`need = self.is_shard and x`,
-`not (not self.is_shard or x)`).
+(`not is_shard or reset()`), tests where the gate is buried (`need = self.is_shard and x`,
+`not (not self.is_shard or x)`), a gate whose removal would drop a `:=` binding (any walrus other
+than the whole test of an `if`, e.g. `if (need := ws > 1) and x:`), and an `if gate:`/`elif gate:`
+whose body always exits (`return fully_shard(m)`) when code may run after it (later statements, or
+an enclosing loop or block): unwrapping it would leave that code unreachable.
 
 ## Options
 * `unconditional-calls` (csv, default `reset_sharded_param,fully_shard`): last name components of
@@ -405,8 +411,8 @@ class _Analyzer:
                     return None
                 inner_gates.extend(gates)
             text = self.ctx.text_of(expr)
-            return Gate(expr, f"{text} (= {inner_gates[0].text})", kind,
-                        kind == "function" or any(g.drop_unsafe for g in inner_gates))
+            # a property read runs project code just like a call: dropping it is unsafe either way
+            return Gate(expr, f"{text} (= {inner_gates[0].text})", kind, True)
         return None
 
     def is_pure(self, expr: ast.AST, scope: ast.AST, depth: int = 0) -> bool:
@@ -730,9 +736,14 @@ def _string_interior_lines(node: ast.AST) -> set[int]:
     return lines
 
 
-def _unwrap_if(ctx, node: ast.If) -> list[Edit] | None:
-    """Edits removing the header of ``if gate:`` and dedenting its body (comments kept)."""
+def _unwrap_if(ctx, node: ast.If, binding: str = "") -> list[Edit] | None:
+    """Edits removing the header of ``if gate:`` and dedenting its body (comments kept).
+
+    ``binding``: a statement (``need = ws > 1``) that replaces the header instead, so that a name
+    the test bound with ``:=`` stays bound.
+    """
     src = ctx.source
+    keep = binding + src.newline() if binding else ""
     colon = _header_colon(ctx, node.test)
     if colon is None or node.orelse:
         return None
@@ -749,7 +760,7 @@ def _unwrap_if(ctx, node: ast.If) -> list[Edit] | None:
         start = src.offset(first.lineno, src.char_col(first.lineno, first.col_offset))
         if "\n" in src.text[colon:start] or "#" in src.text[colon:start]:
             return None
-        return [Edit(src.position(header_start), src.position(start), indent)]
+        return [Edit(src.position(header_start), src.position(start), indent + keep + (indent if keep else ""))]
     rest = src.text[colon + 1: src.offset(colon_line + 1, 0)] if colon_line < len(src.line_starts) else ""
     comment = rest.strip()
     edits: list[Edit] = []
@@ -757,9 +768,10 @@ def _unwrap_if(ctx, node: ast.If) -> list[Edit] | None:
         return None
     if comment:
         line_end = src.offset(colon_line, len(src.line_text(colon_line)))
-        edits.append(Edit(src.position(header_start), src.position(line_end), indent + comment))
+        edits.append(Edit(src.position(header_start), src.position(line_end),
+                          indent + (binding + "  " if binding else "") + comment))
     else:
-        edits.append(Edit(src.position(header_start), (colon_line + 1, 0), ""))
+        edits.append(Edit(src.position(header_start), (colon_line + 1, 0), indent + keep if keep else ""))
     body_line = src.line_text(first.lineno)
     body_indent = body_line[: len(body_line) - len(body_line.lstrip())]
     if not body_indent.startswith(indent) or len(body_indent) <= len(indent):
@@ -791,6 +803,32 @@ def _is_elif(ctx, node: ast.If) -> bool:
     return src.line_text(node.lineno)[src.char_col(node.lineno, node.col_offset):].startswith("elif")
 
 
+def _has_walrus(node: ast.AST) -> bool:
+    return any(isinstance(sub, ast.NamedExpr) for sub in ast.walk(node))
+
+
+def _walrus_binding(ctx, test: ast.AST) -> str:
+    """``name = value`` for a test that is exactly ``(name := value)`` (no other walrus), else ``""``."""
+    if not isinstance(test, ast.NamedExpr) or _has_walrus(test.value):
+        return ""
+    value = ctx.text_of(test.value)
+    if "\n" in value or "\r" in value:
+        value = f"({value})"
+    return f"{test.target.id} = {value}"
+
+
+def _code_follows(ctx, node: ast.If, scope: ast.AST) -> bool:
+    """True when a statement may run after the ``if``/``elif`` chain holding ``node`` (conservative)."""
+    parent = ctx.parent(node)
+    while isinstance(parent, ast.If) and parent.orelse == [node]:
+        node, parent = parent, ctx.parent(parent)
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and node in block:
+            return block[-1] is not node or parent is not scope
+    return True
+
+
 def _side_effect_free(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) or dotted_name(node) is not None
 
@@ -803,6 +841,8 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
     edits: list[Edit] | None = None
     contained = False
     description = ""
+    if _has_walrus(test) and not (context.kind == "if" and _walrus_binding(ctx, test) and not _is_elif(ctx, node)):
+        return None  # removing the test would unbind a name; only `if (name := gate):` keeps it
     if context.kind == "and":
         edits = _drop_operand(ctx, node, test)
         parent = ctx.parent(node)
@@ -824,12 +864,17 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
     elif not analyzer.is_pure(test, scope):
         return None
     elif context.kind == "if":
+        if _always_exits(node.body) and _code_follows(ctx, node, scope):
+            return None  # unwrapping `if gate: return step()` would leave the code after it unreachable
         if _is_elif(ctx, node):
             edits = _elif_to_else(ctx, node)
             description = f"turn 'elif {ctx.text_of(test)}:' into 'else:'"
         else:
-            edits = _unwrap_if(ctx, node)
+            binding = _walrus_binding(ctx, test)
+            edits = _unwrap_if(ctx, node, binding)
             description = f"unwrap 'if {ctx.text_of(test)}:' (dedent its body)"
+            if binding:
+                description += f", keeping '{binding}'"
         contained = analyzer.reset_only(node.body)
     elif context.kind == "ifexp":
         branch, other = (node.body, node.orelse) if context.truth else (node.orelse, node.body)
