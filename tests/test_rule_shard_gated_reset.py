@@ -288,3 +288,10 @@ def test_options_are_declared_with_kinds():
     assert RULE.prefilter_option == "unconditional-calls"
     assert RULE.applies_to("x.reset_sharded_param()") and not RULE.applies_to("x.materialize()")
     assert RULE.applies_to("x.materialize()", {"unconditional-calls": ("materialize",)})
+
+
+def test_summary_is_capitalised_like_the_other_rules():
+    from hp_invariants.registry import RULES
+
+    assert RULE.summary.startswith("A must-always-run")
+    assert all(rule.summary[0].isupper() for rule in RULES)

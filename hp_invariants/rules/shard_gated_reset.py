@@ -515,7 +515,7 @@ class ShardGatedReset(Rule):
 
     rule_id = "E9502"
     symbol = "shard-gated-reset"
-    summary = "must-always-run FSDP step (reset_sharded_param, fully_shard) skipped at shard degree 1"
+    summary = "A must-always-run FSDP step (reset_sharded_param, fully_shard) skipped at shard degree 1"
     msg = "'%s()' runs only when shard-degree gate '%s' holds; at shard degree 1 (world size 1) it is skipped"
     description = (
         "Used when a call that must run at every shard degree (reset_sharded_param, fully_shard) is "
