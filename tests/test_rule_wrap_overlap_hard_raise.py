@@ -293,3 +293,20 @@ def test_walk_call_text_gate():
     assert has_walk_call_text("x = (m.named_modules\n())")
     assert has_walk_call_text("x = m.name_cells \\\n()")
     assert not has_walk_call_text("self.modules = []\n_no_split_modules = ['x']\nchildren: list\n")
+
+
+def test_not_implemented_guard_is_reported_with_an_unsafe_fix_only():
+    code = (
+        "def check(module):\n"
+        "    for sub in module.children():\n"
+        "        if hasattr(sub, '_fsdp_wrapped_module'):\n"
+        "            raise NotImplementedError('nested FSDP unsupported')\n"
+    )
+    found = findings(code)
+    assert len(found) == 1
+    assert found[0].fix.applicability is Applicability.UNSAFE
+    assert fix(code) == code
+    assert "continue" in fix(code, unsafe=True)
+    # any other exception class under a plain marker test keeps the safe fix
+    other = findings(code.replace("NotImplementedError", "ValueError"))
+    assert other[0].fix.applicability is Applicability.SAFE

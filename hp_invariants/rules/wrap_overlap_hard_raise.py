@@ -64,7 +64,11 @@ above the `continue`.
 * **Safe** when the branch runs only if the submodule is wrapped (`if marker:`,
   `if strict and marker:`, the `else:` of `if not marker:`) and `continue` binds to the walk loop.
 * **Unsafe** when the branch also runs for another reason (`if marker or other:`): `continue`
-  would silence that other error too.
+  would silence that other error too; and when the raised exception is `NotImplementedError`
+  (`if hasattr(sub, "_fsdp_wrapped_module"): raise NotImplementedError("nested FSDP unsupported")`):
+  that is a deliberate unsupported-feature guard, not an overlap check, and skipping the submodule
+  instead may silently produce a configuration the code does not support. It is still reported (the
+  marker matches `_.*wrapped.*`), but only `--unsafe-fixes` rewrites it.
 * **Report only** (no fix) when a nested `for`/`while` sits between the walk and the raise (there
   `continue` would bind to the inner loop) and for the `any(...)` generator form (there is no walk
   loop to continue): restructure by hand, e.g. filter already-wrapped submodules out.
@@ -120,6 +124,14 @@ CATCH_ALL = {"Exception", "BaseException"}
 _AFTER_WALK_NAME = re.compile(r"\s*(?:\(|\\|#|$)", re.MULTILINE)
 # Every walk method name ends in one of these (str.find on them is much faster than one regex).
 _WALK_NAME_TAILS = ("modules", "children", "cells", "cells_and_names")
+
+
+def _raises_not_implemented(stmt: ast.stmt) -> bool:
+    """True for ``raise NotImplementedError`` / ``raise NotImplementedError(...)``."""
+    if not isinstance(stmt, ast.Raise) or stmt.exc is None:
+        return False
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    return last_name(exc) == "NotImplementedError"
 
 
 def has_walk_call_text(text: str) -> bool:
@@ -706,6 +718,9 @@ class _FileChecker:
         else:
             advice = "skip it with 'continue'"
             if not self._inner_loop_between(stmt, loop):
+                # `raise NotImplementedError(...)` is a deliberate unsupported-feature guard
+                # ("nested FSDP unsupported"): turning it into `continue` needs a human decision
+                safe = safe and not _raises_not_implemented(stmt)
                 applicability = Applicability.SAFE if safe else Applicability.UNSAFE
                 fix = ctx.make_fix(self._continue_edits(stmt), "Replace the raise with 'continue'", applicability)
             else:
