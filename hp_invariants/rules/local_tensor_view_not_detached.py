@@ -99,8 +99,14 @@ assignment of the local variable when the view flows through one, and to the ele
 `t.chunk(2)[0]` -> `t.chunk(2)[0].detach()`. For a tuple unpacking (`a, b = t.split(n)`) or a loop
 over the pieces (`for a in t.split(n):`) there is no expression for the one element, so the fix
 inserts the line `a = a.detach()` right after the unpacking (first in the loop body), with the same
-indentation; only the variable that reaches the store changes. When the statement shares its line
-with other code the finding is reported without a fix, as is a tuple *store*
+indentation; only the variable that reaches the store changes.
+
+A view expression is fixed in place even when its statement shares a line with other code
+(`x = t.narrow(0, 0, 1); self.p._local_tensor = x` -> `x = t.narrow(0, 0, 1).detach(); ...`).
+Reported **without a fix** are only the one-liners where that line cannot be inserted: an unpacking
+that shares its line with other code (`a, b = t.split(n); p._local_tensor = a`, or code before it
+after a `;`), a loop whose body starts on the `for` line (`for a in t.split(n): p._local_tensor = a`)
+or whose first body statement shares its line with other code, and a tuple *store*
 (`a._local_tensor, b = t.split(n)`).
 
 The fix is **safe** when every view reaching the store is created in a no-grad region: there the
