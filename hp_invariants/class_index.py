@@ -31,7 +31,7 @@ from typing import Iterable, NamedTuple
 from hp_invariants.astutil import dotted_name
 from hp_invariants.config import DEFAULT_EXCLUDES
 
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
 
 UNKNOWN = "?"
@@ -81,7 +81,12 @@ class FileSummary(NamedTuple):
     are called somewhere in the file (``Foo(...)``, ``mod.Foo(...)``, ``Foo.from_pretrained(...)``
     and the other :data:`FACTORY_METHODS`; capitalized names and the names of classes defined in
     the file are kept), used to tell mixins from instantiated classes; ``patched``: ``(qualified class, attr)``
-    pairs assigned from outside the class (``Foo.attr = ...``, ``setattr(Foo, "attr", ...)``).
+    pairs assigned from outside the class (``Foo.attr = ...``, ``setattr(Foo, "attr", ...)``), and
+    by a class decorator of the same file that assigns onto its parameter (``cls.attr = ...``); a
+    module-level function that assigns onto its first parameter (or a nested function's, for a
+    decorator factory) also records ``("<module>.<function>()", attr)`` pairs, so that a class
+    decorated with it from another file is known to gain members (``*``: computed names). See
+    :func:`decorator_adds` and :meth:`ClassIndex.decorator_adds`.
     """
 
     module: str
@@ -292,9 +297,74 @@ class _Summarizer:
                 owner = dotted_name(node.value)
                 if owner and owner.split(".")[0] not in ("self", "cls") and owner[:1].isupper() | ("." in owner):
                     patched.add((_intern(qualify(node.value, imports)), _intern(node.attr)))
+        _decorator_patches(tree, self.module, self.raw_classes, imports, patched)
         patched.discard(("?", ""))
         return FileSummary(_intern(self.module), self.is_package, imports, tuple(self.star), classes,
                            frozenset(constructed), tuple(sorted(p for p in patched if p[0] != UNKNOWN)))
+
+
+def decorator_adds(func: ast.AST) -> set[str]:
+    """Names a function used as a class decorator assigns onto its class (``*``: a computed name).
+
+    Looks at the first parameter of ``func`` and of every function nested in it (a decorator
+    factory returns the inner one): ``param.x = ...``, ``setattr(param, "x", ...)``,
+    ``param.__dict__[...] = ...``/``param.__dict__.update(...)`` (``*``). Dunder names other than
+    ``__getattr__``/``__getattribute__`` (which give ``*``) are left out: they never name a method
+    that E9503 checks.
+    """
+    adds: set[str] = set()
+    for fn in ast.walk(func):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        args = fn.args.posonlyargs + fn.args.args
+        if not args:
+            continue
+        param = args[0].arg
+        for sub in ast.walk(fn):
+            name = None
+            if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and \
+                    isinstance(sub.value, ast.Name) and sub.value.id == param:
+                name = sub.attr
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
+                    and len(sub.args) >= 2 and isinstance(sub.args[0], ast.Name) and sub.args[0].id == param:
+                name = _const_str(sub.args[1]) or "*"
+            elif isinstance(sub, ast.Attribute) and sub.attr == "__dict__" and \
+                    isinstance(sub.value, ast.Name) and sub.value.id == param:
+                name = "*"
+            if name is None:
+                continue
+            if name in _DYNAMIC_MEMBERS:
+                name = "*"
+            if not (name.startswith("__") and name.endswith("__")):
+                adds.add(name)
+    return adds
+
+
+def _decorator_patches(tree: ast.Module, module: str, classes: list, imports: dict[str, str],
+                       patched: set[tuple[str, str]]) -> None:
+    """Add the members that module-level functions used as class decorators assign (see
+    :class:`FileSummary` ``patched``)."""
+    functions: dict[str, set[str]] = {}
+    stack = list(tree.body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            adds = decorator_adds(stmt)
+            if adds:
+                functions[stmt.name] = adds
+                for attr in adds:
+                    patched.add((_intern(f"{module}.{stmt.name}()"), _intern(attr)))
+        elif not isinstance(stmt, ast.ClassDef):
+            for body in _child_bodies(stmt):
+                stack.extend(body)
+    if not functions:
+        return
+    for qual, node in classes:
+        for dec in node.decorator_list:
+            target = qualify(dec.func if isinstance(dec, ast.Call) else dec, imports)
+            local = target[len(module) + 1:] if target.startswith(module + ".") else None
+            for attr in functions.get(local, ()) if local else ():
+                patched.add((_intern(f"{module}.{qual}"), _intern(attr)))
 
 
 def qualify(node: ast.AST | None, imports: dict[str, str]) -> str:
@@ -875,6 +945,31 @@ class ClassIndex:
                     patched.setdefault(owner, set()).add(attr)
             self._patched = patched
         return self._patched.get(class_name, set())
+
+    def decorator_adds(self, qualified: str, from_file: int | None = None, depth: int = 0) -> frozenset[str] | None:
+        """Members that the project function ``qualified`` adds to a class it decorates.
+
+        Returns the names it assigns onto its parameter (``*`` for computed names; empty when it
+        assigns none), following re-exports through project imports, or ``None`` when
+        ``qualified`` is not a function defined in a project module (a library decorator, a
+        name the index cannot follow).
+        """
+        module, _, name = qualified.rpartition(".")
+        if not module or depth > 8:
+            return None
+        folder = os.path.dirname(self.paths[from_file]) if from_file is not None else ""
+        i = self._module_file(module, folder)
+        if i is None or i == -1:
+            return None
+        adds = self.patched_members(qualified + "()")
+        if adds:
+            return frozenset(adds)
+        target = self.files[i].imports.get(name)
+        if target == qualified:
+            return None if name in self.classes_of(i) else frozenset()
+        if target:
+            return self.decorator_adds(target, i, depth + 1)
+        return None
 
     def subclasses(self, key: ClassKey) -> list[ClassKey]:
         """Return every project class that has ``key`` among its ancestors (transitively)."""

@@ -31,7 +31,14 @@ No message when:
   of `torch.nn.Module` and `mindspore.nn.Cell` does not count: it only serves submodules,
   parameters and buffers, which are created by the assignments the rule sees), sets computed
   names (`setattr(self, name, v)`, `self.__dict__` writes), or is a metaclass;
-* the class or an ancestor has a decorator matching `member-adding-decorators`;
+* the class or an ancestor has a decorator matching `member-adding-decorators`, or a decorator
+  that may add members: a library decorator the index cannot see into (anything but well-known
+  pure ones such as `dataclasses.dataclass`, `functools.total_ordering`, `typing.final`,
+  `typing.runtime_checkable`, `enum.unique`, `unittest.skip*`), a project decorator that sets
+  computed names (`setattr(cls, name, ...)`), or a project decorator of another file that assigns
+  names onto its parameter. A decorator of the same file that assigns `cls.added = ...` adds
+  `added` as a member, and the class stays checked for every other name; a project decorator that
+  assigns nothing (a registry) keeps the class checked;
 * the class is *mixin-like* and a project subclass defines or assigns `m` (the template-method
   pattern), or it has no project subclass at all, or a subclass that is itself a never-constructed
   leaf (such classes are combined with other bases outside the project: unittest fixture mixins
@@ -178,6 +185,15 @@ ACCESSOR_DOCS = {
 
 CLS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
 CATCHING = frozenset({"AttributeError", "Exception", "BaseException"})
+PURE_DECORATORS = frozenset({
+    "dataclasses.dataclass", "functools.total_ordering", "typing.final", "typing.runtime_checkable",
+    "typing.type_check_only", "typing.no_type_check", "typing.dataclass_transform",
+    "typing_extensions.final", "typing_extensions.runtime_checkable", "typing_extensions.deprecated",
+    "typing_extensions.dataclass_transform", "warnings.deprecated", "enum.unique", "enum.verify",
+    "unittest.skip", "unittest.skipIf", "unittest.skipUnless", "unittest.expectedFailure",
+    "unittest.mock.patch", "unittest.mock.patch.object", "unittest.mock.patch.dict",
+})
+"""Well-known class decorators that add no member E9503 could miss (others may: not checked)."""
 GUARD_CALLS = frozenset({"isinstance", "issubclass", "type", "hasattr", "getattr", "callable"})
 
 
@@ -270,8 +286,28 @@ class _State:
                 last = dec.rsplit(".", 1)[-1]
                 if dec == UNKNOWN or any(p.fullmatch(last) for p in self.adding_decorators):
                     return False
+                if not self.decorator_known(dec, k):
+                    return False
         name = self.view.class_name(key)
         return not any(p.fullmatch(name) or p.fullmatch(key[1].rsplit(".", 1)[-1]) for p in self.ignored)
+
+    def decorator_known(self, dec: str, key: ClassKey) -> bool:
+        """True when class decorator ``dec`` of ``key`` adds no member the index does not know.
+
+        A well-known pure decorator (:data:`PURE_DECORATORS`) or a catalog entry adds none; a
+        project function adds what it assigns onto its parameter, which the index records as
+        members of the classes it decorates in its own file (computed names: unknown members);
+        anything else (a library decorator, a project decorator of another file that adds names)
+        may add members, so the class is not checked.
+        """
+        if dec in PURE_DECORATORS:
+            return True
+        adds = self.view.decorator_adds(dec, key[0])
+        if adds is None:
+            return isinstance(self.view.resolve(dec, key[0]), CatalogEntry)
+        if not adds:
+            return True
+        return "*" not in adds and adds <= self.view.patched_members(self.view.class_name(key))
 
     def mixin_like(self, key: ClassKey, hier: Hierarchy) -> bool:
         """Mixin by name, abstract, or never constructed anywhere in the project."""
@@ -527,6 +563,8 @@ class _State:
         end = init.end_lineno
         if end < len(src.line_starts) and src.line_starts[end] <= len(src.text):
             position = (end + 1, 0)
+            if end + 1 <= len(src.line_starts) and src.line_text(end + 1).strip():
+                text += nl  # the next statement followed __init__ directly: one blank line before it
         else:  # __init__ ends the file without a final newline
             position = (end, len(src.line_text(end)))
             text = nl + text.rstrip("\r\n")
