@@ -83,7 +83,19 @@ _SKIPPED_FIELDS = {
     "Subscript": ("ctx",), "BinOp": ("op",), "BoolOp": ("op",), "UnaryOp": ("op",),
     "AugAssign": ("op",), "Compare": ("ops",),
 }
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+class _FieldPlans(dict):
+    """``node class -> child_fields(node class)``, computed on first lookup (``plans[cls]`` is a
+    plain dict lookup in the hot loops)."""
+
+    def __missing__(self, cls: type) -> tuple[str, ...]:
+        skipped = _SKIPPED_FIELDS.get(cls.__name__, ())
+        fields = self[cls] = tuple(f for f in getattr(cls, "_fields", ()) if f not in skipped)
+        return fields
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = _FieldPlans()
 _HOLEY = frozenset({"keys", "kw_defaults"})  # list fields that may hold None (Dict, arguments)
 
 
@@ -95,18 +107,14 @@ def child_fields(cls: type) -> tuple[str, ...]:
     ``expr_context``/``operator`` nodes (and minus the ``None`` holes of ``Dict.keys`` and
     ``arguments.kw_defaults``, which :func:`ast.iter_child_nodes` skips as well).
     """
-    fields = _CHILD_FIELDS.get(cls)
-    if fields is None:
-        skipped = _SKIPPED_FIELDS.get(cls.__name__, ())
-        fields = _CHILD_FIELDS[cls] = tuple(f for f in getattr(cls, "_fields", ()) if f not in skipped)
-    return fields
+    return _CHILD_FIELDS[cls]
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """Return :func:`ast.iter_child_nodes` of ``node`` as a list, without the ``ctx``/``op``
     singletons (see :func:`child_fields`); no generator frames, for hot loops."""
     out: list[ast.AST] = []
-    for name in _CHILD_FIELDS.get(node.__class__) or child_fields(node.__class__):
+    for name in _CHILD_FIELDS[node.__class__]:
         value = getattr(node, name, None)
         if value is None:
             continue
@@ -130,7 +138,7 @@ def walk_nodes(root: ast.AST) -> list[ast.AST]:
     while i < len(out):
         node = out[i]
         i += 1
-        for name in plans.get(node.__class__) or child_fields(node.__class__):
+        for name in plans[node.__class__]:
             value = getattr(node, name, None)
             if value is None:
                 continue
@@ -159,7 +167,7 @@ def walk_with_parents(root: ast.AST) -> tuple[list[ast.AST], list[ast.AST | None
     while i < len(out):
         node = out[i]
         i += 1
-        for name in plans.get(node.__class__) or child_fields(node.__class__):
+        for name in plans[node.__class__]:
             value = getattr(node, name, None)
             if value is None:
                 continue

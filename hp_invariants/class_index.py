@@ -21,14 +21,14 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from hp_invariants.astutil import dotted_name
+from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_nodes, dotted_name, walk_nodes
 from hp_invariants.config import DEFAULT_EXCLUDES
 
 FORMAT_VERSION = 8
@@ -277,8 +277,9 @@ class _Summarizer:
         constructed: set[str] = set()
         local_classes = {q.rsplit(".", 1)[-1] for q, _ in self.raw_classes}
         patched: set[tuple[str, str]] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
+        for node in walk_nodes(tree):  # order-free: sets only
+            kind = node.__class__
+            if kind is ast.Call:
                 func = node.func
                 name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
                 if name and (name.lstrip("_")[:1].isupper() or name in local_classes):
@@ -293,7 +294,7 @@ class _Summarizer:
                         attr = _const_str(node.args[1])
                         # a computed name (setattr(Cls, f"_{op}", fn) in a loop) makes the class dynamic
                         patched.add((_intern(qualify(node.args[0], imports)), _intern(attr if attr else "*")))
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            elif kind is ast.Attribute and node.ctx.__class__ is ast.Store:
                 owner = dotted_name(node.value)
                 if owner and owner.split(".")[0] not in ("self", "cls") and owner[:1].isupper() | ("." in owner):
                     patched.add((_intern(qualify(node.value, imports)), _intern(node.attr)))
@@ -487,7 +488,7 @@ def class_members(node: ast.ClassDef) -> tuple[set[str], bool, bool]:
                 for child in _child_bodies(stmt):
                     body_scope(child)
             simple = not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not _child_bodies(stmt)
-            for sub in ast.walk(stmt) if simple else ():
+            for sub in walk_nodes(stmt) if simple else ():
                 if isinstance(sub, ast.NamedExpr):
                     members.add(sub.target.id)
                 elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and \
@@ -500,7 +501,10 @@ def class_members(node: ast.ClassDef) -> tuple[set[str], bool, bool]:
         receiver = args[0].arg if args else None
         receivers = {receiver} if receiver else set()
         for sub in _walk_method(method):
-            if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            kind = sub.__class__
+            if kind is ast.Name or kind is ast.Constant:  # the commonest nodes: nothing to record
+                continue
+            if kind is ast.Attribute and isinstance(sub.ctx, (ast.Store, ast.Del)):
                 base = sub.value
                 if isinstance(base, ast.Name) and base.id in receivers:
                     members.add(sub.attr)
@@ -510,29 +514,43 @@ def class_members(node: ast.ClassDef) -> tuple[set[str], bool, bool]:
                     members.add(sub.attr)
                 elif isinstance(base, ast.Attribute) and base.attr == "__dict__":
                     dynamic = True
-            elif isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store):
+            elif kind is ast.Subscript and isinstance(sub.ctx, ast.Store):
                 if isinstance(sub.value, ast.Attribute) and sub.value.attr == "__dict__":
                     name = _const_str(sub.slice)
                     if name is None:
                         dynamic = True
                     else:
                         members.add(name)
-            elif isinstance(sub, ast.Call):
+            elif kind is ast.Call:
                 dynamic |= _call_members(sub, receivers, members)
             elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in receivers:
                 pass
     return members, dynamic, abstract
 
 
-def _walk_method(method: ast.AST):
-    """Yield the nodes of a method, nested functions included, nested classes excluded."""
-    stack = list(ast.iter_child_nodes(method))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, ast.ClassDef):
+def _walk_method(method: ast.AST) -> list[ast.AST]:
+    """Return the nodes of a method, nested functions included, nested classes excluded (the
+    ``ClassDef`` node itself is included), without the ``ctx``/``op`` singletons."""
+    out = child_nodes(method)
+    plans = _CHILD_FIELDS
+    holey = _HOLEY
+    append = out.append
+    extend = out.extend
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        if node.__class__ is ast.ClassDef:
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        for name in plans[node.__class__]:
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if value.__class__ is list:
+                extend([v for v in value if v is not None] if name in holey else value)
+            else:
+                append(value)
+    return out
 
 
 def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> bool:
@@ -683,57 +701,64 @@ class ClassIndex:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def for_root(cls, root: Path, cache_dir: str | None = None, use_cache: bool = True) -> "ClassIndex":
+    def for_root(cls, root: Path, cache_dir: str | None = None, use_cache: bool = True,
+                 jobs: int = 1) -> "ClassIndex":
         """Index every ``.py`` file under ``root`` (default excludes skipped; bad files skipped).
 
         With ``use_cache``, summaries are read from and written to one cache file per root under
         ``cache_dir`` (default :func:`default_cache_dir`), keyed by content hash; a missing,
-        corrupt or other-version cache is rebuilt silently.
+        corrupt or other-version cache is rebuilt silently. Files whose size and mtime match the
+        cache are not read; others are read and hashed, and only those whose content changed are
+        parsed. With ``jobs`` > 1 (the CLI's ``-j``), the files to parse are summarized by a pool
+        of ``jobs`` forked processes (:func:`_summarize_pending`); the result is the same.
         """
-        from hp_invariants.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT  # noqa: PLC0415
-        from hp_invariants.engine import AnalysisTimeout, time_budget  # noqa: PLC0415
+        from hp_invariants.config import DEFAULT_MAX_FILE_SIZE  # noqa: PLC0415
         from hp_invariants.source import read_source_bytes  # noqa: PLC0415
         root = Path(os.path.abspath(root))
-        paths = list(iter_project_files(root))
+        project_entries = _project_entries(os.fspath(root))
         cache_file = _cache_path(root, cache_dir) if use_cache else None
         old: dict[str, tuple] = _read_cache(cache_file, root) if cache_file else {}
         new: dict[str, tuple] = {}
-        summaries: list[FileSummary] = []
-        kept_paths: list[str] = []
-        digests: list[bytes] = []
         stats = {"parsed": 0, "cached": 0, "failed": 0}
-        for path in paths:
-            rel = os.path.relpath(path, root)
+        # pass 1: stat, and read + hash what the cache cannot vouch for
+        slots: list[tuple[str, str, FileSummary | None]] = []  # (path, rel, summary or None: pending)
+        pending: list[tuple[int, str, bytes]] = []  # (slot, path, raw) to summarize
+        for path, rel, dir_entry in project_entries:
             try:
-                st = os.stat(path)
+                st = dir_entry.stat()
             except OSError:
                 stats["failed"] += 1
                 continue
             entry = old.get(rel)
             if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
-                summary = entry[3]
                 new[rel] = entry
                 stats["cached"] += 1
-            else:
-                try:  # non-blocking, regular files only, size-capped (a FIFO or a 50 MB file: skipped)
-                    raw, _ = read_source_bytes(path, DEFAULT_MAX_FILE_SIZE)
-                except OSError:
-                    stats["failed"] += 1
-                    continue
-                digest = hashlib.blake2b(raw, digest_size=16).digest()
-                if entry is not None and entry[2] == digest:
-                    summary = entry[3]
-                    stats["cached"] += 1
-                else:
-                    try:  # the per-file time budget of the check, here per indexed file
-                        with time_budget(DEFAULT_TIMEOUT):
-                            summary = summarize_bytes(path, raw)
-                    except AnalysisTimeout:
-                        summary = None
-                    stats["parsed"] += 1
-                    if summary is None:
-                        stats["failed"] += 1
-                new[rel] = (st.st_mtime_ns, st.st_size, digest, summary)
+                slots.append((path, rel, entry[3]))
+                continue
+            try:  # non-blocking, regular files only, size-capped (a FIFO or a 50 MB file: skipped)
+                raw, _ = read_source_bytes(path, DEFAULT_MAX_FILE_SIZE)
+            except OSError:
+                stats["failed"] += 1
+                continue
+            digest = hashlib.blake2b(raw, digest_size=16).digest()
+            if entry is not None and entry[2] == digest:
+                new[rel] = (st.st_mtime_ns, st.st_size, digest, entry[3])
+                stats["cached"] += 1
+                slots.append((path, rel, entry[3]))
+                continue
+            new[rel] = (st.st_mtime_ns, st.st_size, digest, None)
+            pending.append((len(slots), path, raw))
+            slots.append((path, rel, None))
+            if jobs <= 1:  # serial: summarize now, keep no file content around
+                _finish_pending(pending, [_summarize_timed(path, raw)], slots, new, stats)
+                pending.clear()
+        # pass 2: summarize the new and changed files (in a process pool with jobs > 1)
+        if pending:
+            _finish_pending(pending, _summarize_pending(pending, jobs), slots, new, stats)
+        summaries: list[FileSummary] = []
+        kept_paths: list[str] = []
+        digests: list[bytes] = []
+        for path, rel, summary in slots:
             if summary is not None:
                 summaries.append(summary)
                 kept_paths.append(path)
@@ -1029,6 +1054,52 @@ def iter_project_files(root: Path) -> Iterable[str]:
                 yield os.path.join(folder, name)
 
 
+_EXCLUDED_DIR = re.compile("|".join(fnmatch.translate(pat) for pat in DEFAULT_EXCLUDES) or "(?!)")
+"""One regex for the default excludes (what ``fnmatch.fnmatchcase`` does per pattern)."""
+
+
+def _project_entries(root: str) -> list[tuple[str, str, os.DirEntry]]:
+    """Return ``(path, path relative to root, DirEntry)`` of every file :func:`iter_project_files`
+    yields, in the same order (same rules: sorted names, default excludes, symlinked folders not
+    entered, unreadable folders skipped), from ``os.scandir`` without ``os.path.relpath``; the
+    entries' ``stat()`` is what ``os.stat(path)`` returns."""
+    out: list[tuple[str, str, os.DirEntry]] = []
+    excluded = _EXCLUDED_DIR.match
+
+    def walk(folder: str, prefix: str) -> None:
+        try:
+            with os.scandir(folder) as entries_it:
+                entries = list(entries_it)
+        except OSError:
+            return
+        dirs = []
+        files = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                dirs.append(entry)
+            elif entry.name.endswith(".py"):
+                files.append(entry)
+        files.sort(key=lambda e: e.name)
+        out.extend((entry.path, prefix + entry.name, entry) for entry in files)
+        dirs.sort(key=lambda e: e.name)
+        for entry in dirs:
+            if excluded(entry.name):
+                continue
+            try:
+                if entry.is_symlink():
+                    continue
+            except OSError:
+                pass
+            walk(entry.path, prefix + entry.name + os.sep)
+
+    walk(root, "")
+    return out
+
+
 def summarize_bytes(path: str, raw: bytes) -> FileSummary | None:
     """Decode, parse and :func:`summarize` one file; ``None`` for anything that cannot be read."""
     from hp_invariants.source import SourceDecodeError, SourceFile
@@ -1040,6 +1111,68 @@ def summarize_bytes(path: str, raw: bytes) -> FileSummary | None:
         return summarize(tree, module, is_package)
     except (SourceDecodeError, SyntaxError, ValueError, RecursionError, MemoryError, OSError):
         return None
+
+
+def _summarize_timed(path: str, raw: bytes) -> FileSummary | None:
+    """:func:`summarize_bytes` under the per-file time budget of the check (``None`` past it)."""
+    from hp_invariants.config import DEFAULT_TIMEOUT  # noqa: PLC0415
+    from hp_invariants.engine import AnalysisTimeout, time_budget  # noqa: PLC0415
+
+    try:
+        with time_budget(DEFAULT_TIMEOUT):
+            return summarize_bytes(path, raw)
+    except AnalysisTimeout:
+        return None
+
+
+def _finish_pending(pending: list[tuple[int, str, bytes]], summaries: list[FileSummary | None],
+                    slots: list, new: dict[str, tuple], stats: dict[str, int]) -> None:
+    """Record the summaries of ``pending`` files in the slots, the cache entries and the stats."""
+    for (slot, path, _raw), summary in zip(pending, summaries):
+        stats["parsed"] += 1
+        if summary is None:
+            stats["failed"] += 1
+        rel = slots[slot][1]
+        new[rel] = new[rel][:3] + (summary,)
+        slots[slot] = (path, rel, summary)
+
+
+_PENDING: list[tuple[int, str, bytes]] = []
+"""The files a pool worker summarizes (set before the fork, read by index in the workers)."""
+
+_MIN_PARALLEL = 64
+"""Fewer files than this to summarize: no process pool (starting one costs more)."""
+
+
+def _summarize_chunk(bounds: tuple[int, int]) -> list[FileSummary | None]:
+    start, stop = bounds
+    return [_summarize_timed(path, raw) for _, path, raw in _PENDING[start:stop]]
+
+
+def _summarize_pending(pending: list[tuple[int, str, bytes]], jobs: int) -> list[FileSummary | None]:
+    """Summarize ``(slot, path, raw)`` items in order: serially, or with ``jobs`` > 1 in a pool of
+    forked processes that inherit ``pending`` (only summaries travel back). A pool that cannot
+    start or breaks falls back to the serial loop for what is left."""
+    out: list[FileSummary | None] = []
+    if jobs > 1 and len(pending) >= _MIN_PARALLEL and sys.platform != "win32":
+        global _PENDING  # noqa: PLW0603
+        chunk = max(8, min(64, len(pending) // (jobs * 8) or 1))
+        bounds = [(i, min(i + chunk, len(pending))) for i in range(0, len(pending), chunk)]
+        _PENDING = pending
+        try:
+            import multiprocessing  # noqa: PLC0415
+            from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+                for part in pool.map(_summarize_chunk, bounds):
+                    out.extend(part)
+        except Exception:  # noqa: BLE001 - no fork, a dead worker: finish serially
+            pass
+        finally:
+            _PENDING = []
+    for _, path, raw in pending[len(out):]:
+        out.append(_summarize_timed(path, raw))
+    return out
 
 
 def default_cache_dir() -> str:
@@ -1076,6 +1209,8 @@ def _read_cache(path: str, root: Path) -> dict[str, tuple]:
 
 
 def _write_cache(path: str, root: Path, entries: dict[str, tuple]) -> None:
+    import tempfile  # noqa: PLC0415 - only when the cache is written
+
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, exist_ok=True)

@@ -15,7 +15,6 @@ from typing import Sequence
 
 from hp_invariants import __version__, engine, output
 from hp_invariants.config import Config, ConfigError, find_project_root, load_config, validate_codes
-from hp_invariants.docs import rule_doc
 from hp_invariants.registry import RULES, get_rule
 
 
@@ -245,6 +244,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         known = ", ".join(f"{r.rule_id} ({r.symbol})" for r in RULES)
         print(f"hp-invariants: unknown rule {args.rule!r}; known rules: {known}", file=sys.stderr)
         return 2
+    from hp_invariants.docs import rule_doc  # noqa: PLC0415 - not on the check path (imports inspect)
+
     sys.stdout.write(rule_doc(rule))
     return 0
 

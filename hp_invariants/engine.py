@@ -32,7 +32,6 @@ import sys
 import threading
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
@@ -231,9 +230,10 @@ class Project:
     False disables it. Indexes are memoized per root for the life of the process.
     """
 
-    def __init__(self, cache_dir: str | None = None, use_cache: bool = True):
+    def __init__(self, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1):
         self.cache_dir = cache_dir
         self.use_cache = use_cache
+        self.jobs = jobs  # processes for building an index (the CLI's -j; 1: serial)
         self._indexes: dict[Path, Any] = {}
         self._roots: dict[str, Path] = {}
 
@@ -254,7 +254,8 @@ class Project:
             from hp_invariants.class_index import ClassIndex
 
             with budget_paused():
-                self._indexes[root] = ClassIndex.for_root(root, cache_dir=self.cache_dir, use_cache=self.use_cache)
+                self._indexes[root] = ClassIndex.for_root(root, cache_dir=self.cache_dir, use_cache=self.use_cache,
+                                                          jobs=self.jobs)
         return self._indexes[root]
 
 
@@ -422,12 +423,15 @@ def run(
     """Check every Python file under ``paths`` with ``rules``.
 
     ``jobs`` > 1 uses a process pool (fork); output order is by path whatever ``jobs`` is. The class
-    index, when a selected rule needs it, is built in the parent first so workers inherit it.
+    index, when a selected rule needs it, is built in the parent first so workers inherit it; with
+    ``jobs`` > 1 the files it has to parse are summarized by ``jobs`` processes too.
     """
     files, discovery_problems = iter_python_files(paths, config)
     result = RunResult(problems=discovery_problems)
     if project is None:
         project = Project(cache_dir=config.cache_dir)
+    if jobs > 1:
+        project.jobs = max(project.jobs, jobs)
     if any(r.needs_project for r in rules) and files:
         for root_file in {str(project.root_of(f)): f for f in files}.values():
             try:
@@ -439,6 +443,7 @@ def run(
         result.files = [check_path(p, rules, config, project) for p in files]
     else:
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
         _WORKER.update(rules=rules, config=config, project=project)
         chunk = max(1, min(64, len(files) // (jobs * 4) or 1))

@@ -529,15 +529,20 @@ def test_stale_temp_files_of_a_dead_run_are_removed(tree: Path):
     assert not stale.exists() and live.exists() and other.exists()
 
 
-def _kill_fix_mid_run(folder: Path, first: Path, rng: random.Random) -> None:
+def _kill_fix_mid_run(folder: Path, first: Path, rng: random.Random, span: float | None = None) -> float:
+    """Run ``fix`` on ``folder``; once ``first`` is written, kill it after a random part of ``span``
+    seconds (``None``: let it finish). Return the seconds from the first write to the end."""
     proc = subprocess.Popen([sys.executable, "-m", "hp_invariants", "fix", "--no-cache", str(folder)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while first.read_bytes() == ORIGINAL(0) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)  # wait until writing has started...
-    time.sleep(rng.uniform(0.0, 1.5))  # ...then kill at a random point of it
-    proc.send_signal(signal.SIGKILL)
+    started = time.monotonic()
+    if span is not None:
+        time.sleep(rng.uniform(0.0, span))  # ...then kill at a random point of it
+        proc.send_signal(signal.SIGKILL)
     proc.wait()
+    return time.monotonic() - started
 
 
 def ORIGINAL(i: int) -> bytes:
@@ -555,10 +560,14 @@ def test_sigkill_mid_fix_leaves_every_file_old_or_new(tmp_path: Path):
     n = 300
     rng = random.Random(int(os.environ.get("HP_KILL_SEED", "20240")))
     saw_partial = False
+    # how long writing takes on this machine (the kills must land inside it, however fast it is)
+    for i in range(n):
+        (folder / f"m{i:03d}.py").write_bytes(ORIGINAL(i))
+    span = 0.8 * _kill_fix_mid_run(folder, folder / "m000.py", rng)
     for _trial in range(3):
         for i in range(n):
             (folder / f"m{i:03d}.py").write_bytes(ORIGINAL(i))
-        _kill_fix_mid_run(folder, folder / "m000.py", rng)
+        _kill_fix_mid_run(folder, folder / "m000.py", rng, span)
         states = []
         for i in range(n):
             data = (folder / f"m{i:03d}.py").read_bytes()

@@ -142,11 +142,10 @@ rule reports only (the right body cannot be known).
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from typing import Iterable, Iterator
 
-from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_fields, child_nodes, dotted_name, walk_nodes
+from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_nodes, dotted_name, walk_nodes
 from hp_invariants.class_index import (
     CatalogEntry,
     ClassIndex,
@@ -388,6 +387,8 @@ class _State:
     # ------------------------------------------------------------------ findings
     def report(self, node: ast.Attribute, class_label: str, name: str, members: Iterable[str],
                confidence: Confidence, fix=None) -> Finding:
+        import difflib  # noqa: PLC0415 - only when there is something to report
+
         close = difflib.get_close_matches(name, sorted(m for m in members if not m.startswith("__")), n=3, cutoff=0.6)
         hint = ("; did you mean " + ", ".join(f"'{c}'" for c in close) + "?") if close else ""
         return self.ctx.finding(self.rule, node, args=(class_label, name, hint), confidence=confidence, fix=fix)
@@ -721,7 +722,7 @@ class _Scan:
                     top_rebound.update(node.names)
             elif receiver is not None and kind in _STORE_KINDS:
                 stores.extend(_self_stores(node, receiver))
-            for name in plans.get(kind) or child_fields(kind):
+            for name in plans[kind]:
                 value = getattr(node, name, None)
                 if value is None:
                     continue

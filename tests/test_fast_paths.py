@@ -1,0 +1,117 @@
+"""The speed-ups must not change results: fast walks, shared node lists, the project scan and the
+parallel class-index build give exactly what the straightforward versions give."""
+
+from __future__ import annotations
+
+import ast
+import os
+import textwrap
+from pathlib import Path
+
+from hp_invariants import class_index
+from hp_invariants.astutil import child_nodes, walk_nodes, walk_with_parents
+from hp_invariants.class_index import ClassIndex
+from hp_invariants.context import FileContext
+
+_SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+SAMPLE = textwrap.dedent('''
+    import torch as t
+    from . import mod
+    from .pkg import *
+
+
+    @decorate(arg=1)
+    class A(Base, metaclass=Meta):
+        x: int = 0
+        y = {1: 2, **extra}
+
+        def f(self, a, /, b=1, *args, c, d=2, **kw) -> "A":
+            global G
+            self.z = [i async for i in g() if i] if a else {k: v for k, v in kw.items()}
+            with open(a) as (h, i):
+                del self.z
+            try:
+                lambda q: q.m()
+            except (ValueError, TypeError) as err:
+                raise RuntimeError(f"{err!r:>10}") from err
+            match a:
+                case {"k": 1, **rest}:
+                    pass
+                case Point(x=0, y=[1, *others]) | None:
+                    pass
+            return not a and b or -c < d <= 3
+
+        async def g(self):
+            await self.h(x := 1, *[2], **{"k": 3})
+            nonlocal_names = 1
+            yield from (y for y in range(x))
+''')
+
+
+def _reference_walk(tree: ast.AST) -> list[ast.AST]:
+    return [n for n in ast.walk(tree) if not isinstance(n, _SINGLETONS)]
+
+
+def test_walk_nodes_is_ast_walk_without_singletons():
+    tree = ast.parse(SAMPLE)
+    got = walk_nodes(tree)
+    ref = _reference_walk(tree)
+    assert len(got) == len(ref) and all(a is b for a, b in zip(got, ref))
+    for node in ref:
+        children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, _SINGLETONS)]
+        assert child_nodes(node) == children
+
+
+def test_walk_with_parents_and_context_navigation():
+    tree = ast.parse(SAMPLE)
+    nodes, owners = walk_with_parents(tree)
+    assert nodes == walk_nodes(tree) and owners[0] is None
+    parents = {}
+    for outer in ast.walk(tree):
+        for child in ast.iter_child_nodes(outer):
+            parents[id(child)] = outer
+    ctx = FileContext(source=None, tree=tree)  # type: ignore[arg-type]
+    for node in _reference_walk(tree):
+        assert ctx.parent(node) is parents.get(id(node))
+    for types in [(ast.Call,), (ast.Import, ast.ImportFrom), (ast.FunctionDef, ast.AsyncFunctionDef),
+                  (ast.stmt,), (ast.Constant,), (ast.Num,)]:
+        ref = [n for n in ast.walk(tree) if isinstance(n, types)]
+        got = ctx.nodes_of(*types)
+        assert len(got) == len(ref) and all(a is b for a, b in zip(got, ref)), types
+
+
+def _project(root: Path, count: int) -> Path:
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "sub" / "__init__.py").write_text("")
+    (root / "venv").mkdir()
+    (root / "venv" / "skipped.py").write_text("class Skipped:\n    pass\n")
+    (root / "pkg" / "broken.py").write_text("def (:\n")
+    for i in range(count):
+        folder = root / "pkg" / ("sub" if i % 2 else "")
+        (folder / f"m{i:03d}.py").write_text(
+            f"from pkg.m000 import Base\n\nclass C{i}(Base):\n    def f(self):\n        self.a{i} = 1\n")
+    (root / "pkg" / "m000.py").write_text("class Base:\n    def g(self):\n        pass\n")
+    os.symlink(root / "pkg", root / "link")  # a symlinked folder is not entered
+    return root
+
+
+def test_project_entries_match_iter_project_files(tmp_path):
+    root = _project(tmp_path / "proj", 6)
+    entries = class_index._project_entries(str(root))
+    assert [e[0] for e in entries] == list(class_index.iter_project_files(root))
+    assert [e[1] for e in entries] == [os.path.relpath(p, root) for p in class_index.iter_project_files(root)]
+
+
+def test_parallel_index_build_equals_serial(tmp_path):
+    root = _project(tmp_path / "proj", class_index._MIN_PARALLEL + 6)
+    serial = ClassIndex.for_root(root, use_cache=False)
+    parallel = ClassIndex.for_root(root, use_cache=False, jobs=2)
+    assert serial.stats == parallel.stats and serial.stats["failed"] == 1
+    assert serial.paths == parallel.paths and serial.files == parallel.files and serial.digests == parallel.digests
+    cache = tmp_path / "cache"
+    cold = ClassIndex.for_root(root, cache_dir=str(cache), jobs=2)
+    warm = ClassIndex.for_root(root, cache_dir=str(cache))
+    assert cold.files == warm.files == serial.files and warm.stats["parsed"] == 0
