@@ -115,8 +115,23 @@ def _jobs(value: int) -> int:
     return value
 
 
+def _fewer_gc_passes() -> None:
+    """Run the cyclic garbage collector less often (gen0 threshold 20 000 instead of 700).
+
+    Each ``ast.parse`` allocates hundreds of thousands of nodes that stay alive until the file is
+    done, and the default thresholds make the collector re-scan them many times over: about 15% of
+    the parse time, for nothing (trees hold no reference cycles; they are freed by reference
+    counting). Cycles are still collected, just in larger batches. Process-wide, so only the CLI
+    does it (``-j`` workers inherit it), never the library or the pylint plugin.
+    """
+    import gc  # noqa: PLC0415
+
+    gc.set_threshold(20_000, 10, 10)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Run ``check``; return the exit code."""
+    _fewer_gc_passes()
     config, rules = _load(args)
     if args.report_unused_suppressions:
         config.report_unused_suppressions = True
