@@ -314,14 +314,15 @@ def decorator_adds(func: ast.AST) -> set[str]:
     that E9503 checks.
     """
     adds: set[str] = set()
-    for fn in ast.walk(func):
+    nodes = walk_nodes(func)  # order-free (a set); same nodes as ast.walk but the ctx/op singletons
+    for fn in nodes:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
         args = fn.args.posonlyargs + fn.args.args
         if not args:
             continue
         param = args[0].arg
-        for sub in ast.walk(fn):
+        for sub in nodes if fn is func else walk_nodes(fn):
             name = None
             if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and \
                     isinstance(sub.value, ast.Name) and sub.value.id == param:
