@@ -141,7 +141,7 @@ class HpInvariantsChecker(BaseRawFileChecker):
             self.add_message("F9500", line=1, node=node, args=(f"{type(exc).__name__}: {exc}",))
             return
         if findings and "noqa" in source.text.lower():
-            noqa = [s for s in suppressions.parse_suppressions(source.text, tree) if s.kind == "noqa"]
+            noqa = [s for s in suppressions.parse_suppressions(source.text) if s.kind == "noqa"]
             findings = suppressions.apply_suppressions(findings, noqa)
         for finding in findings:
             self.add_message(

@@ -377,7 +377,7 @@ def check_source(
         result.problems.append(problem(path, exc))
         return result
     if findings or report_unused:
-        sups = suppressions.parse_suppressions(source.text, tree) if (
+        sups = suppressions.parse_suppressions(source.text) if (
             "pylint:" in source.text or "noqa" in source.text.lower()) else []
         findings = suppressions.apply_suppressions(findings, sups)
         if report_unused:

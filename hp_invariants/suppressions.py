@@ -15,7 +15,6 @@ Semantics follow pylint and flake8:
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import tokenize
@@ -50,8 +49,8 @@ class Suppression:
         return self.code in ("all", "*", finding.symbol) or self.code.upper() == finding.rule_id
 
 
-def parse_suppressions(text: str, tree: ast.AST | None = None) -> list[Suppression]:
-    """Return the suppressions found in the comments of ``text`` (``tree`` is unused, kept for callers)."""
+def parse_suppressions(text: str) -> list[Suppression]:
+    """Return the suppressions found in the comments of ``text``."""
     lines = text.splitlines()
     result: list[Suppression] = []
     open_regions: dict[str, Suppression] = {}
