@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hp_invariants import __version__, engine, output
+from hp_invariants.history import cli as history_cli
 from hp_invariants.config import Config, ConfigError, find_project_root, load_config, validate_codes
 from hp_invariants.registry import RULES, get_rule
 
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
 
     sub.add_parser("rules", help="list the rules")
+    history_cli.add_arguments(sub, check, fix, _common)
     explain = sub.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("rule", help="rule id or symbol, e.g. E9501 or local-tensor-view-not-detached")
     return parser
@@ -136,8 +138,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.report_unused_suppressions:
         config.report_unused_suppressions = True
     project = engine.Project(cache_dir=config.cache_dir, use_cache=not args.no_cache)
-    result = engine.run(args.paths or ["."], config, rules, jobs=_jobs(args.jobs), project=project)
+    result = engine.run(args.paths or ["."], config, history_cli.wrap_rules(args, config, rules),
+                        jobs=_jobs(args.jobs), project=project)
     findings, problems = result.findings, result.all_problems
+    history = history_cli.after_check(args, config, rules, result)  # None unless a history feature is on
+    findings = history.findings if history else findings
     text = output.render(args.format, findings, problems, rules)
     if args.output_file:
         try:
@@ -157,9 +162,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         if problems:
             summary += f"; {len(problems)} could not be checked"
         print(summary + ".", file=sys.stderr)
-    if args.exit_zero and result.exit_code == 1:
+    history_cli.print_notes(history)
+    exit_code = history.exit_code(problems) if history else result.exit_code
+    if args.exit_zero and exit_code == 1:
         return 0
-    return result.exit_code
+    return exit_code
 
 
 def _write(stream, text: str) -> None:
@@ -187,6 +194,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
     config, rules = _load(args)
     project = engine.Project(cache_dir=config.cache_dir, use_cache=not args.no_cache)
     files, problems = iter_python_files(args.paths or ["."], config)
+    history = history_cli.fix_session(args, config, rules, files)
+    rules = history.rules
     if not args.diff:  # temp files of a run killed mid-write (see fixer.write_atomically)
         from hp_invariants import fixer
 
@@ -231,6 +240,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         remaining.extend(left)
     _write(sys.stdout, output.format_text(remaining, problems) if not args.diff else
            output.format_text([], problems))
+    history.finish(results)
     verb = "would fix" if args.diff else "fixed"
     unsafe_left = sum(1 for f in remaining if f.fix and f.fix.applicability.value == "unsafe")
     hint = f" ({unsafe_left} of them with --unsafe-fixes)" if unsafe_left and not args.unsafe_fixes else ""
@@ -256,6 +266,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     try:
         rule = get_rule(args.rule)
     except KeyError:
+        if history_cli.explain(args.rule):
+            return 0
         known = ", ".join(f"{r.rule_id} ({r.symbol})" for r in RULES)
         print(f"hp-invariants: unknown rule {args.rule!r}; known rules: {known}", file=sys.stderr)
         return 2
@@ -279,9 +291,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_fix(args)
         if args.command == "rules":
             return cmd_rules()
+        if args.command in history_cli.COMMANDS:
+            return history_cli.run_command(args)
         return cmd_explain(args)
     except ConfigError as exc:
         print(f"hp-invariants: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except history_cli.HistoryError as exc:
+        print(f"hp-invariants: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
