@@ -19,7 +19,7 @@ from pylint.interfaces import CONTROL_FLOW, HIGH, INFERENCE, UNDEFINED
 
 from hp_invariants import engine, suppressions
 from hp_invariants.config import DEFAULT_TIMEOUT
-from hp_invariants.config import DEFAULT_TIMEOUT
+from hp_invariants.history import plugin as history_plugin
 from hp_invariants.model import Confidence, Option
 from hp_invariants.registry import RULES
 from hp_invariants.source import SourceDecodeError, SourceFile
@@ -80,6 +80,7 @@ class HpInvariantsChecker(BaseRawFileChecker):
             "default": DEFAULT_TIMEOUT, "type": "float", "metavar": "<seconds>",
             "help": "Per-module time budget of the hp-invariants analysis in seconds (0: no limit).",
         }),
+        history_plugin.OPTION,
     )
 
     def __init__(self, linter: "PyLinter") -> None:
@@ -143,6 +144,7 @@ class HpInvariantsChecker(BaseRawFileChecker):
         if findings and "noqa" in source.text.lower():
             noqa = [s for s in suppressions.parse_suppressions(source.text) if s.kind == "noqa"]
             findings = suppressions.apply_suppressions(findings, noqa)
+        findings = history_plugin.filter_findings(self.linter.config.hp_invariants_baseline, source.text, findings)
         for finding in findings:
             self.add_message(
                 finding.rule_id,

@@ -85,8 +85,9 @@ def _rel(path: str, root: Path) -> str:
     return Path(rel).as_posix()
 
 
-def load(path: Path) -> Baseline:
-    """Read a baseline file; raises :class:`BaselineError` naming the file when it is not one."""
+def load(path: Path, root: Path | None = None) -> Baseline:
+    """Read a baseline file whose paths are relative to ``root`` (default: the file's folder);
+    raises :class:`BaselineError` naming the file when it is not one."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -102,7 +103,7 @@ def load(path: Path) -> Baseline:
                                  str(item.get("path", "")), str(item.get("obj", "")), str(item.get("code", ""))))
         except (KeyError, TypeError) as exc:
             raise BaselineError(f"{path}: entry {i + 1} lacks 'fingerprint' or 'rule'") from exc
-    return Baseline(path.parent, entries)
+    return Baseline(root or path.parent, entries)
 
 
 def dump(baseline: Baseline, path: Path) -> None:

@@ -107,17 +107,15 @@ def _restore_enabled(config: Any) -> bool:
 
 # ---------------------------------------------------------------------- rules
 def wrap_rules(args: argparse.Namespace, config: Any, rules: Sequence[Rule]) -> list[Rule]:
-    """Return ``rules`` with E9503 wrapped for restore-from-history when the checked paths are in
-    a git work tree (and ``restore-from-history`` is not false)."""
+    """Return ``rules`` with E9503 wrapped for restore-from-history (unless ``restore-from-history``
+    is false); git is only called when an E9503 finding occurs in a git work tree."""
     from hp_invariants.history import restore
     from hp_invariants.history.proxy import RuleProxy
 
     if not any(r.symbol == restore.RULE_SYMBOL for r in rules) or not _restore_enabled(config):
         return list(rules)
-    root = restore.in_work_tree((args.paths or ["."])[0])
-    if root is None:
-        return list(rules)
-    return [RuleProxy(r, restore.RestoreTransform(root)) if r.symbol == restore.RULE_SYMBOL else r for r in rules]
+    start = (args.paths or ["."])[0]
+    return [RuleProxy(r, restore.RestoreTransform(start)) if r.symbol == restore.RULE_SYMBOL else r for r in rules]
 
 
 def _project(args: argparse.Namespace, config: Any) -> Any:
@@ -219,7 +217,7 @@ def after_check(args: argparse.Namespace, config: Any, rules: Sequence[Rule], re
         if baseline_path:
             if not baseline_path.exists():
                 raise HistoryError(f"baseline file {baseline_path} not found (write it with `hp-invariants baseline`)")
-            accepted = baseline_mod.load(baseline_path)
+            accepted = baseline_mod.load(baseline_path, Path(config.root))
             before = len(outcome.findings)
             new, stale = baseline_mod.filter_new(outcome.findings, accepted, checked)
             outcome.findings = [f if f.baseline_state else dataclasses.replace(f, baseline_state="new") for f in new]
@@ -258,7 +256,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     result = engine.run(args.paths or ["."], config, rules, jobs=cli._jobs(args.jobs), project=_project(args, config))
     findings = annotate(result.findings, read_text_file)
     path = _path(config, "baseline", baseline_mod.DEFAULT_NAME, args.baseline, for_write=True)
-    root = path.parent
+    root = Path(config.root)  # entry paths are relative to the project root
     texts: dict[str, str | None] = {}
 
     def entry(f: Finding) -> Any:
@@ -267,13 +265,12 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         return baseline_mod.entry_for(f, texts[f.path], root)
 
     try:
-        old = baseline_mod.load(path) if path.exists() else None
+        old = baseline_mod.load(path, root) if path.exists() else None
     except baseline_mod.BaselineError as exc:
         raise HistoryError(str(exc)) from exc
     if old is None:
         entries, added, dropped, skipped = [entry(f) for f in findings], len(findings), 0, 0
     else:
-        old.root = root
         checked = [r.path for r in result.files]
         new, stale = baseline_mod.filter_new(findings, old, checked)
         new_ids = {id(f) for f in new}

@@ -163,18 +163,23 @@ def restore_edit(text: str, definition: Definition) -> Edit | None:
 class RestoreTransform:
     """Shapes E9503 findings: names the commit of the last definition and fixes by restoring it.
 
-    ``root`` is the git work tree. Picklable (used inside ``fix -j`` workers).
+    ``start`` is a path of the run; the git work tree holding it is looked up on the first E9503
+    finding only (a run without one never calls git). Picklable (used inside ``fix -j`` workers).
     """
 
-    def __init__(self, root: str):
-        self.root = root
+    def __init__(self, start: str):
+        self.start = os.path.abspath(start)
 
     def __call__(self, findings: list[Finding], ctx: Any) -> list[Finding]:
         result = []
+        root = None
         for finding in findings:
             if len(finding.args) >= 2 and " " not in str(finding.args[1]):
+                root = root or in_work_tree(self.start)
+                if root is None:
+                    return findings
                 class_name = str(finding.args[0]).split(".")[-1]
-                definition = last_definition(Path(self.root), class_name, str(finding.args[1]))
+                definition = last_definition(Path(root), class_name, str(finding.args[1]))
                 if definition is not None:
                     edit = restore_edit(ctx.source.text, definition)
                     fix = Fix((edit,), Applicability.UNSAFE,
@@ -186,9 +191,14 @@ class RestoreTransform:
         return result
 
 
+_ROOTS: dict[str, str | None] = {}
+
+
 def in_work_tree(path: str) -> str | None:
-    """Return the git work tree root holding ``path``, or ``None``."""
-    try:
-        return str(git.repo_root(path))
-    except git.GitError:
-        return None
+    """Return the git work tree root holding ``path``, or ``None`` (memoized per path)."""
+    if path not in _ROOTS:
+        try:
+            _ROOTS[path] = str(git.repo_root(path))
+        except git.GitError:
+            _ROOTS[path] = None
+    return _ROOTS[path]
