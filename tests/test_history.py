@@ -377,3 +377,16 @@ def test_demo_replays_the_incident():
     assert "legacy_wrap.py" not in since and "1 already there" in since
     assert "+    def get_input_embeddings(self):" in out.split("==== 6c.")[1]
     assert out.rstrip().endswith("demo OK")
+
+
+def test_pins_catch_plain_git_reverts_of_each_seed_repair(repo):
+    shas = incident(repo)
+    assert repo.hp("pin", "--no-cache", *shas.values())[0] == 0
+    repo.commit("pin")
+    for name, sha in shas.items():
+        repo.git("revert", "--no-edit", sha)
+        code, findings, _ = repo.check()
+        reverted = [f for f in findings if f["id"] == "E9590"]
+        assert any(f"reverts the fix from {sha[:7]} '{SEEDS[name][1]}'" in f["message"] for f in reverted), name
+        assert SEEDS[name][0] in ids(findings)  # the generic rule fires too: the code is back as it was
+    assert len([f for f in repo.check()[1] if f["id"] == "E9590"]) == 4
