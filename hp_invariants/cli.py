@@ -292,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "rules":
             return cmd_rules()
         if args.command in history_cli.COMMANDS:
-            return history_cli.run_command(args)
+            return history_cli.run_command(args, _load)
         return cmd_explain(args)
     except ConfigError as exc:
         print(f"hp-invariants: configuration error: {exc}", file=sys.stderr)

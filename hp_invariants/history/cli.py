@@ -245,15 +245,25 @@ def print_notes(outcome: CheckOutcome | None) -> None:
 
 
 # ---------------------------------------------------------------------- commands
-def cmd_baseline(args: argparse.Namespace) -> int:
+def _write(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:  # a file name with undecodable bytes
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
+def cmd_baseline(args: argparse.Namespace, load: Callable[[argparse.Namespace], tuple[Any, list[Rule]]]) -> int:
     """``hp-invariants baseline``: write the baseline (creates it; else only drops stale entries,
-    and adds new findings only with ``--update``). Returns the exit code."""
-    from hp_invariants import cli, engine, output
+    and adds new findings only with ``--update``). ``load`` is the CLI's configuration loader
+    (``(config, rules)`` from the arguments). Returns the exit code."""
+    from hp_invariants import engine, output
     from hp_invariants.history import baseline as baseline_mod
     from hp_invariants.history.fingerprint import annotate, read_text_file
 
-    config, rules = cli._load(args)
-    result = engine.run(args.paths or ["."], config, rules, jobs=cli._jobs(args.jobs), project=_project(args, config))
+    config, rules = load(args)
+    jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+    result = engine.run(args.paths or ["."], config, rules, jobs=jobs, project=_project(args, config))
     findings = annotate(result.findings, read_text_file)
     path = _path(config, "baseline", baseline_mod.DEFAULT_NAME, args.baseline, for_write=True)
     root = Path(config.root)  # entry paths are relative to the project root
@@ -296,9 +306,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     if skipped:
         print(f"hp-invariants: {skipped} new finding(s) were NOT added (the baseline only shrinks; fix them, "
               f"or accept them with `hp-invariants baseline --update`):", file=sys.stderr)
-        cli._write(sys.stdout, output.format_text([f for f in findings if id(f) in new_ids], []))
+        _write(output.format_text([f for f in findings if id(f) in new_ids], []))
     if result.all_problems:
-        cli._write(sys.stdout, output.format_text([], result.all_problems))
+        _write(output.format_text([], result.all_problems))
         print(f"hp-invariants: {len(result.all_problems)} file(s) could not be checked: their findings are not "
               f"in the baseline", file=sys.stderr)
         return 2
@@ -329,7 +339,7 @@ def _removed(before: Sequence[Finding], after: Sequence[Finding]) -> list[Findin
     return removed
 
 
-def cmd_pin(args: argparse.Namespace) -> int:
+def cmd_pin(args: argparse.Namespace, load: Any = None) -> int:
     """``hp-invariants pin COMMIT...``: record the repairs of fix commits. Exit 0, or 1 when a
     commit is refused (nothing it changed is a repair this tool knows), 2 on errors."""
     import tempfile
@@ -390,7 +400,7 @@ def _read(path: str) -> str:
     return read_text_file(path) or ""
 
 
-def cmd_unpin(args: argparse.Namespace) -> int:
+def cmd_unpin(args: argparse.Namespace, load: Any = None) -> int:
     """``hp-invariants unpin ID...``: remove pins by id, or every pin of a commit (7+ hex digits)."""
     from hp_invariants.history import pins
 
@@ -412,15 +422,16 @@ def cmd_unpin(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+COMMANDS: dict[str, Callable[..., int]] = {
     "baseline": cmd_baseline, "pin": cmd_pin, "unpin": cmd_unpin,
 }
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Run a history subcommand; a :class:`HistoryError` becomes a one-line message and exit 2."""
+def run_command(args: argparse.Namespace, load: Callable[[argparse.Namespace], tuple[Any, list[Rule]]]) -> int:
+    """Run a history subcommand (``load``: the CLI's configuration loader); a
+    :class:`HistoryError` becomes a one-line message and exit 2."""
     try:
-        return COMMANDS[args.command](args)
+        return COMMANDS[args.command](args, load)
     except HistoryError as exc:
         print(f"hp-invariants: {exc}", file=sys.stderr)
         return 2
