@@ -103,14 +103,17 @@ def show_file(rev: str, path: str, root: str | os.PathLike[str]) -> bytes | None
         return None
 
 
-def changed_files(old: str | None, new: str, root: str | os.PathLike[str]) -> list[tuple[str | None, str | None]]:
+def changed_files(old: str | None, new: str, root: str | os.PathLike[str],
+                  pickaxe: str | None = None) -> list[tuple[str | None, str | None]]:
     """Return ``(old_path, new_path)`` of the ``.py`` files that differ between two commits.
 
     Renames are detected (``-M``); ``old_path`` is ``None`` for an added file and ``new_path``
     ``None`` for a deleted one. ``old`` ``None`` means the empty tree (a root commit).
+    ``pickaxe``: only files where the number of occurrences of that text changed (``-S``).
     """
     base = old or run_git(["hash-object", "-t", "tree", "/dev/null"], root).strip()
-    out = run_git(["diff", "--name-status", "-M", "-z", base, new, "--", "*.py"], root)
+    extra = [f"-S{pickaxe}"] if pickaxe else []
+    out = run_git(["diff", "--name-status", "-M", "-z", *extra, base, new, "--", "*.py"], root)
     return _parse_name_status(out)
 
 

@@ -92,7 +92,7 @@ def last_definition(root: Path, class_name: str, method: str) -> Definition | No
             parent = git.parent_of(commit.sha, root)
             if parent is None:
                 continue
-            for old_path, new_path in git.changed_files(parent, commit.sha, root):
+            for old_path, new_path in git.changed_files(parent, commit.sha, root, pickaxe=f"def {method}"):
                 if old_path is None:
                     continue
                 raw = git.show_file(parent, old_path, root)
@@ -121,7 +121,7 @@ def _added_by(older: list[git.Commit], class_name: str, method: str, root: Path)
     """The newest of ``older`` commits that added ``class_name.method`` (its parent lacks it)."""
     for commit in older:
         parent = git.parent_of(commit.sha, root)
-        for old_path, new_path in git.changed_files(parent, commit.sha, root):
+        for old_path, new_path in git.changed_files(parent, commit.sha, root, pickaxe=f"def {method}"):
             raw = git.show_file(commit.sha, new_path, root) if new_path else None
             if raw is None or _find_method(raw.decode("utf-8", "replace"), class_name, method) is None:
                 continue
