@@ -390,3 +390,21 @@ def test_pins_catch_plain_git_reverts_of_each_seed_repair(repo):
         assert any(f"reverts the fix from {sha[:7]} '{SEEDS[name][1]}'" in f["message"] for f in reverted), name
         assert SEEDS[name][0] in ids(findings)  # the generic rule fires too: the code is back as it was
     assert len([f for f in repo.check()[1] if f["id"] == "E9590"]) == 4
+
+
+def test_pins_stay_quiet_when_the_repairs_survive_a_refactor(repo):
+    """The clean twin: moves, renames and unrelated edits that keep every repair report nothing."""
+    shas = incident(repo)
+    assert repo.hp("pin", "--no-cache", *shas.values())[0] == 0
+    repo.git("mv", "pkg/hsdp_param.py", "pkg/params.py")
+    repo.write("pkg/params.py", repo.read("pkg/params.py").replace("local_view", "shard_view")
+               .replace("padded", "buffer"))  # renamed locals, still detached
+    repo.write("pkg/hsdp_state.py", repo.read("pkg/hsdp_state.py").replace(
+        "            for hsdp_param in self.hsdp_params:",
+        "            count = 0\n            for hsdp_param in self.hsdp_params:\n                count += 1"))
+    repo.write("pkg/qwen3_vl_moe_model.py", repo.read("pkg/qwen3_vl_moe_model.py").replace(
+        "A stand-in vision encoder", "The vision encoder"))
+    repo.write("pkg/activation_swap.py", "# moved below\n\n" + repo.read("pkg/activation_swap.py"))
+    repo.commit("refactor")
+    code, findings, _ = repo.check()
+    assert (code, findings) == (0, [])

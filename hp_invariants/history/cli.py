@@ -144,7 +144,8 @@ def _tree_checker(args: argparse.Namespace, config: Any, rules: Sequence[Rule],
             offset = "."
         cfg = dataclasses.replace(config, root=Path(os.path.normpath(os.path.join(tree_root, offset))))
         project = projects.setdefault(tree_root, _project(args, config))
-        result = engine.run(list(paths), cfg, base, jobs=1, project=project)
+        jobs = getattr(args, "jobs", 1) or (os.cpu_count() or 1)
+        result = engine.run(list(paths), cfg, base, jobs=jobs, project=project)
         findings = list(result.findings)
         if pin_list:
             def project_files() -> list[str]:

@@ -53,7 +53,8 @@ Restore the repair (`git show <sha>` shows it), or, if the code was deliberately
 ## Options
 * `pins` (string, default `hp-invariants-pins.json`): the pins file, relative to the
   `pyproject.toml` holding `[tool.hp-invariants]`; `--pins FILE` on the command line.
-* Suppress one occurrence with `# noqa: E9590` is **not** supported on purpose: unpin instead.
+* `# noqa: E9590` and `# pylint: disable` do not silence a pin, on purpose: a pin is an explicit
+  decision, so undo it explicitly with `hp-invariants unpin ID` (reviewed in the pins file's diff).
 """
 
 from __future__ import annotations

@@ -315,6 +315,16 @@ def conditions(node: ast.AST, scope: ast.AST, parents: dict[int, ast.AST]) -> se
     return found
 
 
+def _guard_text(call: ast.AST, scope: ast.AST, parents: dict[int, ast.AST]) -> str:
+    """``if <test>: <call>`` for the innermost ``if`` around ``call``, else the call's statement."""
+    node = call
+    while id(node) in parents and node is not scope:
+        node = parents[id(node)]
+        if isinstance(node, ast.If):
+            return f"if {_unparse(node.test)}: ... {_unparse(call)}"
+    return _unparse(_statement_of(call, parents)).splitlines()[0]
+
+
 class UngateRecognizer(Recognizer):
     """E9502: a shard-degree gate removed from a step that must run at every shard degree."""
 
@@ -340,9 +350,8 @@ class UngateRecognizer(Recognizer):
         allowed = sorted(set().union(*(conditions(c, new_scope, parents) for c in new_calls)))
         gate = str(finding.args[1]) if len(finding.args) > 1 else ""
         detail = {"call": name, "conditions": allowed, "gate": gate}
-        return Spec(self.kind, finding.obj, detail,
-                    _unparse(_statement_of(new_calls[0], parents)).splitlines()[0],
-                    _unparse(_statement_of(calls[0], _parents(old_scope))).splitlines()[0])
+        return Spec(self.kind, finding.obj, detail, _guard_text(new_calls[0], new_scope, parents),
+                    _guard_text(calls[0], old_scope, _parents(old_scope)))
 
     def judge(self, scope, detail):
         parents = _parents(scope)
