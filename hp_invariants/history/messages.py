@@ -50,11 +50,20 @@ hp-invariants check
 Restore the repair (`git show <sha>` shows it), or, if the code was deliberately redesigned,
 `hp-invariants unpin <id>` in the same change so that the reviewer sees it.
 
+## Fix safety
+No automatic fix: the pin names the commit, and `git show <sha>` shows the repair to re-apply. (For
+E9503, the rule's own finding offers restoring the deleted method from history as an **unsafe**
+fix.)
+
 ## Options
 * `pins` (string, default `hp-invariants-pins.json`): the pins file, relative to the
   `pyproject.toml` holding `[tool.hp-invariants]`; `--pins FILE` on the command line.
 * `# noqa: E9590` and `# pylint: disable` do not silence a pin, on purpose: a pin is an explicit
   decision, so undo it explicitly with `hp-invariants unpin ID` (reviewed in the pins file's diff).
+
+## References
+* The incident: four earlier fixes lost in hyper-parallel (issue 230), see `docs/rules/`.
+* SARIF 2.1.0 `partialFingerprints` and `baselineState`, which the fingerprints and `--since` follow.
 """
 
 from __future__ import annotations
