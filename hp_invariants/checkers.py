@@ -1,8 +1,8 @@
 """The pylint plugin: ``pylint --load-plugins=hp_invariants.checkers``.
 
 One raw-file checker exposes every rule of :mod:`hp_invariants.registry` as a pylint message with
-the same id and symbol (E9501-E9504). It reads the module's bytes and runs the shared detection
-(:func:`hp_invariants.engine.analyze`) on the standard library ``ast``; it never imports torch, so it
+the same id and symbol. It reads the module's bytes and runs them through the one per-file pipeline
+(:class:`hp_invariants.engine.Session`) on the standard library ``ast``; it never imports torch, so it
 works in a codecheck environment without torch. pylint applies ``# pylint: disable=`` itself;
 ``# noqa: <id>`` comments naming our rules are honoured too. Rule options are pylint options
 (pylintrc ``[HP-INVARIANTS]`` or pyproject ``[tool.pylint.hp-invariants]``).
@@ -17,12 +17,12 @@ from pylint.checkers import BaseRawFileChecker
 from pylint.constants import WarningScope
 from pylint.interfaces import CONTROL_FLOW, HIGH, INFERENCE, UNDEFINED
 
-from hp_invariants import engine, suppressions
-from hp_invariants.config import DEFAULT_TIMEOUT
-from hp_invariants.config import DEFAULT_TIMEOUT
+from hp_invariants.config import Settings
+from hp_invariants.engine import Session
+from hp_invariants.limits import DEFAULT_TIMEOUT
 from hp_invariants.model import Confidence, Option
+from hp_invariants.project import Project
 from hp_invariants.registry import RULES
-from hp_invariants.source import SourceDecodeError, SourceFile
 
 if TYPE_CHECKING:  # pragma: no cover
     from astroid import nodes
@@ -50,8 +50,8 @@ def _pylint_option(option: Option) -> tuple[str, dict[str, Any]]:
 class HpInvariantsChecker(BaseRawFileChecker):
     """Runs the hp-invariants rules on each module pylint checks.
 
-    Input: pylint's module node (only its bytes and path are used). Output: pylint messages
-    E9501-E9504 with pylint confidences. Files we cannot decode or parse are left to pylint's own
+    Input: pylint's module node (only its bytes and path are used). Output: one pylint message per
+    finding, with the rule's id and symbol and pylint's confidence. Files we cannot decode or parse are left to pylint's own
     ``syntax-error``; an unexpected internal error or a file too deeply nested becomes one ``F9500``
     message, an exhausted per-file time budget (option ``hp-invariants-timeout``, as the CLI's
     ``--timeout-per-file``) one ``F9501`` message; never a traceback.
@@ -84,7 +84,16 @@ class HpInvariantsChecker(BaseRawFileChecker):
 
     def __init__(self, linter: "PyLinter") -> None:
         super().__init__(linter)
-        self._project = engine.Project()
+        self._session = Session(self._settings, Project())
+
+    def _settings(self, path: str) -> Settings:
+        """The file's :class:`Settings`, from pylint's options: the rules whose messages are enabled,
+        the rule options, the ``hp-invariants-timeout`` budget. ``# pylint: disable`` comments are
+        pylint's own business (it also tracks their use); ``# noqa`` ones go through the pipeline."""
+        rules = tuple(r for r in RULES if self.linter.is_message_enabled(r.rule_id))
+        timeout = getattr(self.linter.config, "hp_invariants_timeout", DEFAULT_TIMEOUT)
+        return Settings(rules=rules, options=self._rule_options(), suppressions=frozenset({"noqa"}),
+                        timeout_per_file=timeout, max_file_size=0)
 
     def _rule_options(self) -> dict[str, dict[str, Any]]:
         values: dict[str, dict[str, Any]] = {}
@@ -100,50 +109,25 @@ class HpInvariantsChecker(BaseRawFileChecker):
         return values
 
     def process_module(self, node: "nodes.Module") -> None:
-        """Analyse one module and add a pylint message per finding."""
-        rules = [r for r in RULES if self.linter.is_message_enabled(r.rule_id)]
-        if not rules or not node.file:
+        """Run the shared pipeline on one module and add a pylint message per finding."""
+        if not node.file:
+            return
+        settings = self._settings(node.file)
+        if not settings.rules:
             return
         try:
             with node.stream() as stream:
                 raw = stream.read()
-            source = SourceFile.from_bytes(node.file, raw)
-        except (OSError, SourceDecodeError):
-            return  # pylint reports unreadable / undecodable files itself
-        options = self._rule_options()
-        active = [r for r in rules if r.applies_to(source.text, options.get(r.rule_id))]
-        if not active:
-            return
-        try:
-            tree = engine.parse(source)
-        except (SyntaxError, ValueError):
-            return  # pylint reports syntax-error itself
-        except (RecursionError, MemoryError):
-            tree = None  # retried on a deep stack by engine.guarded below
-        path = node.file
-        timeout = getattr(self.linter.config, "hp_invariants_timeout", DEFAULT_TIMEOUT)
-
-        def work() -> tuple[Any, list]:
-            parsed = tree if tree is not None else engine.parse(source)
-            return parsed, engine.analyze(source, parsed, active, options,
-                                          project=lambda: self._project.index_for(path), use_prefilter=False)
-
-        try:
-            tree, findings = engine.guarded(work, timeout)
-        except engine.AnalysisTimeout:
-            self.add_message("F9501", line=1, node=node, args=(f"{timeout:g}",))
-            return
-        except (RecursionError, MemoryError) as exc:
-            self.add_message("F9500", line=1, node=node,
-                             args=(f"too deeply nested to analyse ({type(exc).__name__})",))
-            return
-        except Exception as exc:  # noqa: BLE001 - report, never crash pylint
-            self.add_message("F9500", line=1, node=node, args=(f"{type(exc).__name__}: {exc}",))
-            return
-        if findings and "noqa" in source.text.lower():
-            noqa = [s for s in suppressions.parse_suppressions(source.text) if s.kind == "noqa"]
-            findings = suppressions.apply_suppressions(findings, noqa)
-        for finding in findings:
+        except OSError:
+            return  # pylint reports unreadable files itself
+        result = self._session.check_bytes(node.file, raw, settings)
+        for prob in result.problems:
+            if prob.problem_id == "F0003":
+                self.add_message("F9501", line=1, node=node, args=(f"{settings.timeout_per_file:g}",))
+            elif prob.problem_id == "F0002":
+                self.add_message("F9500", line=1, node=node, args=(prob.message.removeprefix("internal error: "),))
+            # E0001 (undecodable, syntax error): pylint reports syntax-error itself
+        for finding in result.findings:
             self.add_message(
                 finding.rule_id,
                 line=finding.line,
