@@ -3,7 +3,8 @@
 * :func:`add_arguments`: ``check --baseline/--no-baseline/--fail-on-stale-baseline/--since/--pins``,
   ``fix --since/--pin/--pins``, and the subcommands ``baseline``, ``pin``, ``unpin``
   (:data:`COMMANDS`);
-* :func:`wrap_rules`: E9503's restore-from-history inside the pipeline (check and fix);
+* :func:`prepare_check`/:func:`map_rules`: E9503's restore-from-history inside the pipeline
+  (check and every fix round);
 * :func:`after_check`: pins, fingerprints, ``--since`` and the baseline applied to a check's result;
 * :func:`fix_session`: ``fix --since`` (fix only what a change introduced) and ``fix --pin``;
 * :func:`explain`: the documentation of ``E9590 reverted-fix`` / ``W9591 stale-pin``.
@@ -105,53 +106,70 @@ def _restore_enabled(config: Any) -> bool:
     return value
 
 
-# ---------------------------------------------------------------------- rules
-def wrap_rules(args: argparse.Namespace, config: Any, rules: Sequence[Rule]) -> list[Rule]:
-    """Return ``rules`` with E9503 wrapped for restore-from-history (unless ``restore-from-history``
-    is false); git is only called when an E9503 finding occurs in a git work tree."""
+# ---------------------------------------------------------------------- sessions
+def _config(session: Any, args: argparse.Namespace) -> Any:
+    """The configuration governing the first path of the run (its ``baseline``/``pins`` keys and its
+    project root)."""
+    return session.resolver.config_for((getattr(args, "paths", None) or ["."])[0])
+
+
+def map_rules(session: Any, wrap: Callable[[Rule], Rule]) -> None:
+    """Make ``session`` run ``wrap(rule)`` instead of each rule of every file's settings.
+
+    The session's ``settings_for`` is shadowed on the instance (every stage of the pipeline, in
+    ``check``, in each ``fix`` round and in forked ``-j`` workers, reads the rules from it); the
+    wrapped settings are memoized per resolved settings object, so proxies stay stable.
+    """
+    inner = session.settings_for
+    memo: dict[int, tuple[Any, Any]] = {}
+
+    def settings_for(path: str) -> Any:
+        base = inner(path)
+        hit = memo.get(id(base))
+        if hit is None or hit[0] is not base:
+            hit = (base, dataclasses.replace(base, rules=tuple(wrap(r) for r in base.rules)))
+            memo[id(base)] = hit
+        return hit[1]
+
+    session.settings_for = settings_for
+
+
+def prepare_check(args: argparse.Namespace, session: Any) -> None:
+    """Wrap E9503 for restore-from-history (unless ``restore-from-history = false``); git is only
+    called when an E9503 finding occurs, in a git work tree."""
     from hp_invariants.history import restore
     from hp_invariants.history.proxy import RuleProxy
 
-    if not any(r.symbol == restore.RULE_SYMBOL for r in rules) or not _restore_enabled(config):
-        return list(rules)
-    start = (args.paths or ["."])[0]
-    return [RuleProxy(r, restore.RestoreTransform(start)) if r.symbol == restore.RULE_SYMBOL else r for r in rules]
+    if not _restore_enabled(_config(session, args)):
+        return
+    transform = restore.RestoreTransform((args.paths or ["."])[0])
+    map_rules(session, lambda r: RuleProxy(r, transform) if r.symbol == restore.RULE_SYMBOL else r)
 
 
-def _project(args: argparse.Namespace, config: Any) -> Any:
+def _tree_checker(args: argparse.Namespace, resolver: Any, pin_list: Sequence[Any] = (),
+                  pins_rel: str = "") -> Callable[[str, Sequence[str]], list[Finding]]:
+    """A ``check_tree(tree_root, paths)`` that checks an extracted tree (an old commit) through the
+    same pipeline: each file under the configuration the tree holds (``--config`` and command-line
+    flags as given), with a class index of that tree, plus the pins."""
     from hp_invariants import engine
-
-    return engine.Project(cache_dir=getattr(args, "cache_dir", None) or config.cache_dir,
-                          use_cache=not getattr(args, "no_cache", False))
-
-
-def _tree_checker(args: argparse.Namespace, config: Any, rules: Sequence[Rule],
-                  pin_list: Sequence[Any] = (), pins_rel: str = "") -> Callable[[str, Sequence[str]], list[Finding]]:
-    """A ``check_tree(tree_root, paths)`` that checks an extracted tree with ``config``'s settings
-    (its root moved to the same place in the tree) and the pins."""
-    from hp_invariants import engine
-    from hp_invariants.history import git, pins
+    from hp_invariants.config import Resolver
+    from hp_invariants.history import pins
     from hp_invariants.history.fingerprint import read_text_file
-    from hp_invariants.history.proxy import unwrap
 
-    base = [unwrap(r) for r in rules]
-    projects: dict[str, Any] = {}  # one class index per extracted tree
+    sessions: dict[str, Any] = {}  # one session (and class index) per extracted tree
 
     def check_tree(tree_root: str, paths: Sequence[str]) -> list[Finding]:
-        try:
-            offset = os.path.relpath(os.path.realpath(config.root), git.repo_root(config.root))
-        except git.GitError:
-            offset = "."
-        cfg = dataclasses.replace(config, root=Path(os.path.normpath(os.path.join(tree_root, offset))))
-        project = projects.setdefault(tree_root, _project(args, config))
+        session = sessions.get(tree_root)
+        if session is None:
+            tree_resolver = Resolver(resolver.rules, resolver.overrides, resolver.config_file)
+            session = sessions[tree_root] = engine.default_session(
+                tree_resolver, cache_dir=getattr(args, "cache_dir", None), use_cache=not getattr(args, "no_cache", False))
         jobs = getattr(args, "jobs", 1) or (os.cpu_count() or 1)
-        result = engine.run(list(paths), cfg, base, jobs=jobs, project=project)
+        result = engine.run_check(session, list(paths), jobs=jobs)
         findings = list(result.findings)
         if pin_list:
             def project_files() -> list[str]:
-                from hp_invariants.discovery import iter_python_files
-
-                return iter_python_files([str(cfg.root)], cfg)[0]
+                return session.discover([tree_root])[0]
 
             findings += pins.check(pin_list, [r.path for r in result.files], project_files, read_text_file,
                                    os.path.join(tree_root, pins_rel))
@@ -178,15 +196,16 @@ class CheckOutcome:
         return 1 if self.findings or (self.fail_on_stale and self.stale) else 0
 
 
-def after_check(args: argparse.Namespace, config: Any, rules: Sequence[Rule], result: Any) -> CheckOutcome | None:
-    """Apply pins, fingerprints, ``--since`` and the baseline to ``result`` (an
-    :class:`hp_invariants.engine.RunResult`). Returns ``None`` when no history feature is in use
-    (the plain check path stays as it was). Raises :class:`HistoryError` (exit 2) for a git or
-    file error."""
+def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOutcome | None:
+    """Apply pins, fingerprints, ``--since`` and the baseline to ``result`` (the
+    :class:`hp_invariants.engine.RunResult` of ``session``). Returns ``None`` when no history
+    feature is in use (the plain check path stays as it was). Raises :class:`HistoryError` (exit 2)
+    for a git or file error."""
     from hp_invariants.history import baseline as baseline_mod
     from hp_invariants.history import pins
     from hp_invariants.history.fingerprint import annotate, match, read_text_file
 
+    config = _config(session, args)
     baseline_path = None if args.no_baseline else _path(config, "baseline", baseline_mod.DEFAULT_NAME, args.baseline)
     pins_path = _path(config, "pins", pins.DEFAULT_NAME, args.pins)
     if not (baseline_path or pins_path or args.since or args.format in ("json", "sarif") or args.fail_on_stale_baseline):
@@ -197,9 +216,7 @@ def after_check(args: argparse.Namespace, config: Any, rules: Sequence[Rule], re
         pin_list = pins.load(pins_path) if pins_path else []
         if pin_list:
             def project_files() -> list[str]:
-                from hp_invariants.discovery import iter_python_files
-
-                return iter_python_files([str(config.root)], config)[0]
+                return session.discover([str(config.root)])[0]
 
             findings += pins.check(pin_list, checked, project_files, read_text_file, str(pins_path))
             findings.sort(key=Finding.sort_key)
@@ -210,7 +227,7 @@ def after_check(args: argparse.Namespace, config: Any, rules: Sequence[Rule], re
 
             pins_rel = os.path.relpath(os.path.realpath(pins_path), _repo_root(config)) if pins_path else ""
             commit, old = since.rev_fingerprints(args.since, args.paths or ["."],
-                                                 _tree_checker(args, config, rules, pin_list, pins_rel))
+                                                 _tree_checker(args, session.resolver, pin_list, pins_rel))
             new, unchanged, _ = match(findings, old)
             outcome.findings = [dataclasses.replace(f, baseline_state="new") for f in new]
             outcome.notes.append(f"--since {commit.short} '{commit.subject}': {len(new)} finding(s) introduced, "
@@ -254,17 +271,17 @@ def _write(text: str) -> None:
         sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
-def cmd_baseline(args: argparse.Namespace, load: Callable[[argparse.Namespace], tuple[Any, list[Rule]]]) -> int:
+def cmd_baseline(args: argparse.Namespace, make_session: Callable[[argparse.Namespace], tuple[Any, int]]) -> int:
     """``hp-invariants baseline``: write the baseline (creates it; else only drops stale entries,
-    and adds new findings only with ``--update``). ``load`` is the CLI's configuration loader
-    (``(config, rules)`` from the arguments). Returns the exit code."""
+    and adds new findings only with ``--update``). ``make_session`` is the CLI's
+    ``(session, jobs)`` factory (configuration and flags as for ``check``). Returns the exit code."""
     from hp_invariants import engine, output
     from hp_invariants.history import baseline as baseline_mod
     from hp_invariants.history.fingerprint import annotate, read_text_file
 
-    config, rules = load(args)
-    jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
-    result = engine.run(args.paths or ["."], config, rules, jobs=jobs, project=_project(args, config))
+    session, jobs = make_session(args)
+    config = _config(session, args)
+    result = engine.run_check(session, args.paths or ["."], jobs=jobs)
     findings = annotate(result.findings, read_text_file)
     path = _path(config, "baseline", baseline_mod.DEFAULT_NAME, args.baseline, for_write=True)
     root = Path(config.root)  # entry paths are relative to the project root
@@ -316,15 +333,15 @@ def cmd_baseline(args: argparse.Namespace, load: Callable[[argparse.Namespace], 
     return 1 if skipped else 0
 
 
-def _pin_context(args: argparse.Namespace) -> tuple[Any, list[Rule], Path]:
-    from hp_invariants.config import find_project_root, load_config
+def _pin_context(args: argparse.Namespace) -> tuple[Any, Any, Path]:
+    """``(resolver, config, pins file)`` of ``pin``/``unpin`` run in the current folder."""
+    from hp_invariants.config import Resolver
+    from hp_invariants.history import pins
     from hp_invariants.registry import RULES
 
-    root = find_project_root(".")
-    config = load_config(root, RULES, Path(args.config) if args.config else None)
-    from hp_invariants.history import pins
-
-    return config, config.enabled_rules(RULES), _path(config, "pins", pins.DEFAULT_NAME, args.pins, for_write=True)
+    resolver = Resolver(RULES, config_file=Path(args.config) if args.config else None)
+    config = resolver.config_for(".")
+    return resolver, config, _path(config, "pins", pins.DEFAULT_NAME, args.pins, for_write=True)
 
 
 def _removed(before: Sequence[Finding], after: Sequence[Finding]) -> list[Finding]:
@@ -340,18 +357,18 @@ def _removed(before: Sequence[Finding], after: Sequence[Finding]) -> list[Findin
     return removed
 
 
-def cmd_pin(args: argparse.Namespace, load: Any = None) -> int:
+def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
     """``hp-invariants pin COMMIT...``: record the repairs of fix commits. Exit 0, or 1 when a
     commit is refused (nothing it changed is a repair this tool knows), 2 on errors."""
     import tempfile
 
     from hp_invariants.history import git, pins
 
-    config, rules, pins_path = _pin_context(args)
+    resolver, _config_, pins_path = _pin_context(args)
     try:
         root = git.repo_root(".")
         existing = pins.load(pins_path)
-        check_tree = _tree_checker(args, config, rules)
+        check_tree = _tree_checker(args, resolver)
         recorded, status = [], 0
         for rev in args.commits:
             commit = git.commit_info(rev, root)
@@ -401,11 +418,11 @@ def _read(path: str) -> str:
     return read_text_file(path) or ""
 
 
-def cmd_unpin(args: argparse.Namespace, load: Any = None) -> int:
+def cmd_unpin(args: argparse.Namespace, make_session: Any = None) -> int:
     """``hp-invariants unpin ID...``: remove pins by id, or every pin of a commit (7+ hex digits)."""
     from hp_invariants.history import pins
 
-    _config, _rules, pins_path = _pin_context(args)
+    _resolver, _config_, pins_path = _pin_context(args)
     try:
         current = pins.load(pins_path)
     except pins.PinError as exc:
@@ -428,11 +445,11 @@ COMMANDS: dict[str, Callable[..., int]] = {
 }
 
 
-def run_command(args: argparse.Namespace, load: Callable[[argparse.Namespace], tuple[Any, list[Rule]]]) -> int:
-    """Run a history subcommand (``load``: the CLI's configuration loader); a
+def run_command(args: argparse.Namespace, make_session: Callable[[argparse.Namespace], tuple[Any, int]]) -> int:
+    """Run a history subcommand (``make_session``: the CLI's ``(session, jobs)`` factory); a
     :class:`HistoryError` becomes a one-line message and exit 2."""
     try:
-        return COMMANDS[args.command](args, load)
+        return COMMANDS[args.command](args, make_session)
     except HistoryError as exc:
         print(f"hp-invariants: {exc}", file=sys.stderr)
         return 2
@@ -461,15 +478,14 @@ class SinceFilter:
 
 @dataclass
 class FixSession:
-    """The history side of one ``fix`` run: the rules to use, and pins to record at the end."""
+    """The history side of one ``fix`` run: pins to record at the end (``--pin``)."""
 
     args: argparse.Namespace
     config: Any
-    rules: list[Rule]
     before: dict[str, str | None] = field(default_factory=dict)
 
     def finish(self, results: Sequence[Any]) -> None:
-        """After the fixes: record pins for each repair written (``--pin``)."""
+        """After the fixes: record a pin for each repair written (``--pin``)."""
         if not getattr(self.args, "pin", False) or self.args.diff:
             return
         from hp_invariants.history import pins
@@ -488,7 +504,7 @@ class FixSession:
         root = pins_path.parent
         today = datetime.date.today().isoformat()
         new_pins, reasons = pins.pins_for_repair(
-            removed, "", "hp-invariants fix", today, lambda f: os.path.relpath(os.path.realpath(f.path), root))
+            removed, "", "hp-invariants fix", today, lambda f: Path(os.path.relpath(os.path.realpath(f.path), root)).as_posix())
         for pin in new_pins:
             print(f"hp-invariants: pinned {pin.id} ({pin.symbol}, {pin.path})", file=sys.stderr)
         for reason in reasons:
@@ -500,25 +516,30 @@ class FixSession:
                 raise HistoryError(str(exc)) from exc
 
 
-def fix_session(args: argparse.Namespace, config: Any, rules: Sequence[Rule], files: Sequence[str]) -> FixSession:
-    """Prepare a ``fix`` run: restore-from-history for E9503, ``--since`` (fix only findings
-    introduced since REV), and the texts before fixing for ``--pin``."""
+def fix_session(args: argparse.Namespace, session: Any) -> FixSession:
+    """Prepare a ``fix`` run over ``session``: restore-from-history for E9503, ``--since`` (only
+    findings introduced since REV are fixed: the filter sits in the rules, so every fix round sees
+    it), and the texts before fixing for ``--pin``."""
     from hp_invariants.history.fingerprint import read_text_file
     from hp_invariants.history.proxy import RuleProxy
 
-    session = FixSession(args, config, wrap_rules(args, config, rules))
+    config = _config(session, args)
+    prepare_check(args, session)
     if args.since:
         from hp_invariants.history import since
 
         try:
-            commit, old = since.rev_fingerprints(args.since, args.paths or ["."], _tree_checker(args, config, rules))
+            commit, old = since.rev_fingerprints(args.since, args.paths or ["."], _tree_checker(args, session.resolver))
         except _errors() as exc:
             raise HistoryError(str(exc)) from exc
         print(f"hp-invariants: --since {commit.short}: fixing only findings introduced since then", file=sys.stderr)
-        session.rules = [RuleProxy(r, SinceFilter(old)) for r in session.rules]
+        since_filter = SinceFilter(old)
+        map_rules(session, lambda r: RuleProxy(r, since_filter))
+    fix = FixSession(args, config)
     if args.pin and not args.diff:
-        session.before = {path: read_text_file(path) for path in files}
-    return session
+        files, _problems = session.discover(args.paths or ["."])
+        fix.before = {path: read_text_file(path) for path in files}
+    return fix
 
 
 def explain(code: str) -> bool:

@@ -23,8 +23,8 @@ OPTION: tuple[str, dict[str, Any]] = ("hp-invariants-baseline", {
 _LOADED: dict[str, Counter] = {}
 
 
-def filter_findings(baseline_path: str, source_text: str, findings: Sequence[Finding]) -> list[Finding]:
-    """Return ``findings`` (of one module, whose text is ``source_text``) minus those the baseline
+def filter_findings(baseline_path: str, source: str | bytes, findings: Sequence[Finding]) -> list[Finding]:
+    """Return ``findings`` (of one module, whose text or bytes are ``source``) minus those the baseline
     at ``baseline_path`` accepts; all of them when no baseline is set, or when the baseline cannot
     be read (said once on stderr: pylint must not crash on every module)."""
     if not baseline_path or not findings:
@@ -38,5 +38,10 @@ def filter_findings(baseline_path: str, source_text: str, findings: Sequence[Fin
         except baseline.BaselineError as exc:
             print(f"hp-invariants: {exc}; reporting every finding", file=sys.stderr)
             _LOADED[baseline_path] = Counter()
-    new, _unchanged, _left = match(annotate(findings, lambda _path: source_text), _LOADED[baseline_path])
+    if isinstance(source, bytes):
+        from hp_invariants.source import SourceFile
+
+        source = SourceFile.from_bytes(findings[0].path, source).text
+    text = source
+    new, _unchanged, _left = match(annotate(findings, lambda _path: text), _LOADED[baseline_path])
     return new

@@ -20,9 +20,9 @@ class RuleProxy(Rule):
     def __init__(self, inner: Rule, transform: Any):
         self.inner = inner
         self.transform = transform
-        for name in ("rule_id", "symbol", "summary", "msg", "description", "options", "prefilter",
-                     "prefilter_option", "needs_project"):
-            setattr(self, name, getattr(inner, name))
+        for name, value in vars(Rule).items():  # every rule attribute (id, options, project_facts ...)
+            if not name.startswith("_") and not callable(value) and not isinstance(value, property):
+                setattr(self, name, getattr(inner, name))
 
     def __getattr__(self, name: str) -> Any:  # anything else a pipeline may read from a rule
         if name in ("inner", "transform", "__setstate__", "__getstate__"):
