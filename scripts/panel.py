@@ -81,27 +81,13 @@ def version_of(folder: Path, mirror: Path) -> str:
 
 
 def count_files(folder: Path) -> int:
-    """Return how many files ``check`` walks in ``folder``, with ``check``'s own discovery and the
-    folder's configuration (``Resolver`` API; the older ``load_config`` one), else a plain count."""
-    cwd = os.getcwd()
-    os.chdir(folder)
-    try:
-        from hp_invariants.discovery import iter_python_files
+    """Return how many files ``check`` walks in ``folder`` (its own discovery, each folder under its
+    own configuration)."""
+    from hp_invariants.config import Resolver
+    from hp_invariants.discovery import iter_python_files
 
-        try:
-            from hp_invariants.config import Resolver
-
-            files, _ = iter_python_files(["."], Resolver(RULES))
-        except ImportError:
-            from hp_invariants.config import find_project_root, load_config
-
-            files, _ = iter_python_files(["."], load_config(find_project_root("."), RULES, None))
-        return len(files)
-    except Exception:  # noqa: BLE001 - an API that moved again: count like the default excludes do
-        return sum(1 for p in Path(".").rglob("*.py") if not any(part.startswith(".") or part == "__pycache__"
-                                                               for part in p.parts))
-    finally:
-        os.chdir(cwd)
+    files, _ = iter_python_files([str(folder)], Resolver(RULES))
+    return len(files)
 
 
 def run_check(folder: Path, jobs: int) -> tuple[dict, float, int, str]:
