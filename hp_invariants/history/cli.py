@@ -114,24 +114,9 @@ def _config(session: Any, args: argparse.Namespace) -> Any:
 
 
 def map_rules(session: Any, wrap: Callable[[Rule], Rule]) -> None:
-    """Make ``session`` run ``wrap(rule)`` instead of each rule of every file's settings.
-
-    The session's ``settings_for`` is shadowed on the instance (every stage of the pipeline, in
-    ``check``, in each ``fix`` round and in forked ``-j`` workers, reads the rules from it); the
-    wrapped settings are memoized per resolved settings object, so proxies stay stable.
-    """
-    inner = session.settings_for
-    memo: dict[int, tuple[Any, Any]] = {}
-
-    def settings_for(path: str) -> Any:
-        base = inner(path)
-        hit = memo.get(id(base))
-        if hit is None or hit[0] is not base:
-            hit = (base, dataclasses.replace(base, rules=tuple(wrap(r) for r in base.rules)))
-            memo[id(base)] = hit
-        return hit[1]
-
-    session.settings_for = settings_for
+    """Make ``session`` run ``wrap(rule)`` instead of each rule of every file's settings (through
+    :meth:`hp_invariants.engine.Session.map_settings`, so every stage of the pipeline sees it)."""
+    session.map_settings(lambda base: dataclasses.replace(base, rules=tuple(wrap(r) for r in base.rules)))
 
 
 def prepare_check(args: argparse.Namespace, session: Any) -> None:
