@@ -37,13 +37,41 @@ variable to something that is not a view (`v = v.detach()`, `v = v.clone()`, `v 
 ends the track. Values that are clean: a chain ending in `.detach()`, `.clone()` or `.data`.
 `v.detach_()` does *not* clean: on a view it raises `RuntimeError: Can't detach views in-place`.
 
+The value may also come from a helper of the same file: a module function, a function nested in
+the scope, a method (`self.m(...)`, `cls.m(...)`, `Cls.m(...)`, looked up in the class and its bases
+defined in the file), a `@property`/`cached_property` read as `self.p`, or a generator; the helper
+is walked once and whatever view it returns or yields is a view made by the call. Tuples and lists
+keep their positions (`local, pad = helper(t)` when the helper returns `(view, pad)`;
+`pair = (view, n)`), comprehensions keep their element (`[c.view(-1) for c in t.chunk(n)]`), and
+loops over `zip(...)`/`enumerate(...)` bind each target to its own iterable's item
+(`for p, shard in zip(params, flat.split(sizes))`). Helpers in other files are not followed.
+
+Only stores into a *parameter's* local tensor are the invariant. A gradient or a buffer is never an
+optimizer leaf, so a view of a flat reduce-scatter or buffer storage is how such DTensors are
+normally built. A store is skipped when its receiver is evidently one: it is reached through an
+attribute or name with a token `grad`/`grads`/`gradient(s)`/`buf(s)`/`buffer(s)` whose last token is
+not `param(s)`/`parameter(s)`/`weight(s)` (`p.grad`, `p.main_grad`, `sharded_grad`, `grads[i]`,
+`flat_buffer`; `grad_param` is a parameter), a local bound from one, an item of `.buffers()` /
+`.named_buffers()` or `get_buffer(...)`. Where the stored tensor comes from is *not* such evidence:
+the incident's base, and FSDP2's, is itself a freshly allocated tensor (a padded or pinned copy)
+under no_grad, and the store into the parameter is still the bug.
+
+Spellings of the class (each has a flagged fixture and a clean twin, with `.clone()`, `.detach()`
+or a non-view element as the near miss): the view stored directly or through locals; a chain; an
+element of `split`/`chunk` by index, unpacking or loop; moved into a helper function, a method of a
+base class, a static/class method, a nested function, a property, a generator; carried in a tuple
+or list or a comprehension; looped with `zip`/`enumerate`; a tuple store; `setattr`. Near misses
+that stay clean: stores into gradients and buffers, helpers that detach or copy, a same-named method
+of an unrelated class, an attribute that is not a property of the file.
+
 Confidence is `HIGH` when the view is created inside a no-grad region: `with torch.no_grad()`,
 `torch.inference_mode()` (not `inference_mode(False)`), `torch.set_grad_enabled(False)` (as a
 context manager or as a statement earlier in the same block), a function decorated with
 `@torch.no_grad()` / `@torch.inference_mode()`, or a context manager or decorator whose last name
 is in option `no-grad-contexts` (`no_grad()` after `from torch import no_grad` matches).
 `torch.enable_grad()` inside such a region switches it off again. Otherwise it is `INFERENCE`.
-Only the function that creates the view is examined: a caller's `no_grad` gives `INFERENCE`.
+Only the function that creates the view is examined: a caller's `no_grad` gives `INFERENCE`,
+except for a helper of the file, which runs under the grad mode of its call.
 
 Location: the view expression when it is written in the store statement itself
 (`x._local_tensor = t.narrow(...)` points at `t.narrow(...)`), otherwise the store statement
@@ -265,11 +293,13 @@ class LocalTensorViewNotDetached(Rule):
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 decorated = any(_is_nograd_ctx(d, nograd_names) is True for d in scope.decorator_list)
                 owner = ctx.parent(scope)
-                scopes.append((scope.body, decorated, owner.name if isinstance(owner, ast.ClassDef) else None))
+                scopes.append((scope, decorated, owner.name if isinstance(owner, ast.ClassDef) else None))
             else:
-                scopes.append((scope.body, False, None))
-        for body, nograd, owner in scopes:
-            walker = _Walker(attrs, nograd_names, torch_aliases, imported, modules, helpers, owner)
+                scopes.append((scope, False, None))
+        for scope, nograd, owner in scopes:
+            body = scope.body
+            walker = _Walker(attrs, nograd_names, torch_aliases, imported, modules, helpers, owner,
+                             _local_names(scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else _EMPTY)
             walker.block(body, {}, nograd)
             for sink in sorted(walker.sinks.values(), key=lambda s: (s.node.lineno, s.node.col_offset)):
                 finding = self._finding(ctx, sink)
@@ -424,7 +454,8 @@ class _Walker:
     """
 
     def __init__(self, attrs: frozenset, nograd_names: frozenset, torch_aliases: frozenset, imported: dict,
-                 modules: frozenset = frozenset(), helpers: "_Helpers | None" = None, owner: str | None = None):
+                 modules: frozenset = frozenset(), helpers: "_Helpers | None" = None, owner: str | None = None,
+                 local_names: frozenset = frozenset()):
         self.attrs = attrs
         self.modules = modules | torch_aliases
         self.nograd_names = nograd_names
@@ -432,6 +463,7 @@ class _Walker:
         self.imported = imported
         self.helpers = helpers
         self.owner = owner  # the class whose method is walked (resolves self.m(...) and properties)
+        self.local_names = local_names  # parameters and assigned names: they shadow the file's functions
         self.sinks: dict[tuple[int, str], _Sink] = {}
         # set by _Helpers.summary: the origins of every returned / yielded value of a helper
         self.returns: list[frozenset] | None = None
@@ -739,7 +771,7 @@ class _Walker:
                 items = _items(value.all(), None)
                 return _Value(inline=frozenset({_Origin("coll", "", call, nograd, items=(items,), fixed=False)})
                               if items else _EMPTY)
-            if self.helpers is not None and func.id not in state:
+            if self.helpers is not None and func.id not in state and func.id not in self.local_names:
                 target = self.helpers.function(func.id)
                 if target is not None:
                     return _Value(inline=_export(self.helpers.summary(target, None), call, nograd))
@@ -1002,7 +1034,7 @@ class _Helpers:
             return _EMPTY
         attrs, nograd_names = self.config[0], self.config[1]
         nograd = any(_is_nograd_ctx(d, nograd_names) is True for d in func.decorator_list)
-        walker = _Walker(*self.config, helpers=self, owner=owner)
+        walker = _Walker(*self.config, helpers=self, owner=owner, local_names=_local_names(func))
         walker.returns, walker.yields = [], []
         self._depth += 1
         try:
@@ -1016,6 +1048,23 @@ class _Helpers:
                 result |= {_Origin("coll", "", func, nograd, items=(item,), fixed=False)}
         self._summaries[key] = result
         return result
+
+
+def _local_names(func: ast.AST) -> frozenset:
+    """The parameters of ``func`` and the names its body assigns (nested scopes excluded)."""
+    args = func.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
 
 
 def _scopes_with_stores(ctx, attrs: frozenset) -> list[ast.AST]:
