@@ -158,6 +158,9 @@ class Walk:
     text: str
     name_var: str | None = None
     yields_root: bool = False
+    # a stack/queue walk (``while stack: sub = stack.pop(); ...; stack.extend(sub.children())``):
+    # the line of the first push of the children (``continue`` before it also skips the subtree)
+    push_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,17 @@ def _walk_call(node: ast.AST) -> tuple[str, ast.Call] | None:
     """Return ``(method, call)`` if ``node`` is ``X.<walk method>(...)``."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WALK_METHODS:
         return node.func.attr, node
+    return None
+
+
+def _unwrap_dict(node: ast.AST) -> tuple[str, ast.Call] | None:
+    """``dict(X.named_modules())`` (or of a named walk's list): the walk, seen as a name -> module mapping."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
+            and len(node.args) == 1 and not node.keywords):
+        inner, enumerated = _unwrap_iter(node.args[0])
+        hit = _walk_call(inner)
+        if hit is not None and not enumerated and WALK_METHODS[hit[0]] == "pair":
+            return hit
     return None
 
 
@@ -261,7 +275,10 @@ class _FileChecker:
         self._methods: dict[str, dict[str, list[ast.AST]]] = {}
         self._method_owners: dict[str, int] = {}
         self._indexed = False
-        self._aliases: dict[int, dict[str, tuple[str, ast.Call]]] = {}
+        self._aliases: dict[int, dict[str, tuple[str, ast.Call, bool]]] = {}
+        self._loops: list[tuple[ast.AST, ast.AST, Walk]] = []  # every walk loop: (scope, loop, walk)
+        self._learned_markers: frozenset | None = None
+        self._learned_wrappers: frozenset | None = None
 
     # ------------------------------------------------------------------ helper index
     def _index(self) -> None:
@@ -348,32 +365,192 @@ class _FileChecker:
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Iterator[Finding]:
-        """Check every walk loop and every ``if any(...)`` of the file (statements only: fast)."""
+        """Check every walk loop and every ``if any(...)`` / ``assert`` of the file (statements only: fast).
+
+        All walks are collected first: the markers a wrapper stores on walked submodules anywhere in
+        the file (see :meth:`learned_markers`) count when any walk of the file checks them.
+        """
         if not has_walk_call_text(self.ctx.source.text):
             return  # no call of a walk method anywhere: nothing can match
-        yield from self._run_scope(self.ctx.tree, self.ctx.tree.body)
-
-    def _run_scope(self, scope: ast.AST, body: Sequence[ast.stmt]) -> Iterator[Finding]:
-        for node, _ in _statements(body):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield from self._run_scope(node, node.body)
-            elif isinstance(node, ast.ClassDef):
-                yield from self._run_scope(scope, node.body)
-            elif isinstance(node, (ast.For, ast.AsyncFor)):
-                walk = self._walk_of(node.target, node.iter, scope)
-                if walk is not None:
-                    yield from self._check_loop(scope, node, walk)
-            elif isinstance(node, ast.If):
+        items = list(self._collect(self.ctx.tree, self.ctx.tree.body))
+        for scope, node, walk in items:
+            if walk is not None:
+                yield from self._check_loop(scope, node, walk)
+            else:
                 yield from self._check_any_form(scope, node)
 
-    def _aliases_of(self, scope: ast.AST) -> dict[str, tuple[str, ast.Call]]:
+    def _collect(self, scope: ast.AST, body: Sequence[ast.stmt]) -> Iterator[tuple[ast.AST, ast.AST, Walk | None]]:
+        for node, _ in _statements(body):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield from self._collect(node, node.body)
+            elif isinstance(node, ast.ClassDef):
+                yield from self._collect(scope, node.body)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                walk = self._walk_of(node.target, node.iter, scope, node.body)
+                if walk is None and isinstance(node.iter, ast.Name) and isinstance(node.target, ast.Name):
+                    walk = self._stack_walk(node, scope, node.iter.id, node.target.id, None)
+                if walk is not None:
+                    self._loops.append((scope, node, walk))
+                    yield scope, node, walk
+            elif isinstance(node, ast.While):
+                walk = self._while_walk(node, scope)
+                if walk is not None:
+                    self._loops.append((scope, node, walk))
+                    yield scope, node, walk
+            elif isinstance(node, (ast.If, ast.Assert)):
+                yield scope, node, None
+
+    # ------------------------------------------------------------------ stack / queue walks
+    def _while_walk(self, loop: ast.While, scope) -> Walk | None:
+        """``while stack: sub = stack.pop(); ...; stack.extend(sub.children())`` (also ``popleft``,
+        ``pop(0)``, ``name, sub = stack.pop()``): a walk of the submodules of the stack's first items."""
+        for stmt in loop.body[:3]:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Call)):
+                continue
+            func = stmt.value.func
+            if not (isinstance(func, ast.Attribute) and func.attr in {"pop", "popleft"}
+                    and isinstance(func.value, ast.Name)):
+                continue
+            target, name_var = stmt.targets[0], None
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name):
+                name_var, target = target.elts[0].id, target.elts[1]
+            if isinstance(target, ast.Name):
+                return self._stack_walk(loop, scope, func.value.id, target.id, name_var)
+        return None
+
+    def _stack_walk(self, loop, scope, stack: str, var: str, name_var: str | None) -> Walk | None:
+        """A walk if the body of ``loop`` pushes a walk of ``var`` onto ``stack`` (see :meth:`_while_walk`)."""
+        walk_call = push_line = None
+        for node in _walk_no_scopes(loop.body):
+            hit = _walk_call(node)
+            if hit is not None and walk_call is None and self._is_var(hit[1].func.value, var):
+                walk_call = hit[1]
+            if push_line is None:
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in {"append", "extend", "appendleft", "extendleft", "insert"}
+                        and self._is_var(node.func.value, stack)):
+                    push_line = node.lineno
+                elif isinstance(node, ast.AugAssign) and self._is_var(node.target, stack):
+                    push_line = node.lineno
+        if walk_call is None or push_line is None:
+            return None
+        root, yields_root = None, False
+        for node, _ in _statements(scope.body if hasattr(scope, "body") else []):
+            if node is loop:
+                break
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and self._is_var(node.targets[0], stack)):
+                value = node.value
+                if isinstance(value, ast.Call) and last_name(value.func) == "deque" and value.args:
+                    value = value.args[0]
+                root, yields_root = None, False
+                if isinstance(value, (ast.List, ast.Tuple)) and len(value.elts) == 1:
+                    first = value.elts[0]
+                    if isinstance(first, ast.Tuple) and len(first.elts) == 2:
+                        if string_value(first.elts[0]) != "":
+                            name_var = None
+                        first = first.elts[1]
+                    else:
+                        name_var = None
+                    root, yields_root = dotted_name(first), True
+        if not yields_root:
+            name_var = None
+        return Walk(var=var, root=root, text=root or stack, name_var=name_var,
+                    yields_root=yields_root, push_line=push_line)
+
+    # ------------------------------------------------------------------ what the wrapper stores
+    def learned_markers(self) -> frozenset:
+        """Attribute names the file stores on walked submodules: the wrapper's own wrap markers.
+
+        ``sub.<name> = value`` or ``setattr(sub, "<name>", value)`` in the body of a walk of ``sub``
+        (any walk of the file), directly or in a helper of the file called there with ``sub``, with a
+        value that is not ``False``/``None``/``0``/``""`` (those clear a mark).
+        """
+        if self._learned_markers is None:
+            names: set[str] = set()
+            for scope, loop, walk in self._loops:
+                for node in _walk_no_scopes(loop.body):
+                    names.update(self._stores_on(node, walk.var))
+                    if isinstance(node, ast.Call):
+                        names.update(self._helper_stores(node, walk.var, scope))
+            self._learned_markers = frozenset(names)
+        return self._learned_markers
+
+    def _stores_on(self, node: ast.AST, var: str) -> Iterator[str]:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and not _clears(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and self._is_var(target.value, var):
+                    yield target.attr
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                and len(node.args) == 3 and self._is_var(node.args[0], var) and not _clears(node.args[2])):
+            name = string_value(node.args[1])
+            if name:
+                yield name
+
+    def _helper_stores(self, call: ast.Call, var: str, scope) -> Iterator[str]:
+        positions = [i for i, arg in enumerate(call.args) if self._is_var(arg, var)]
+        if not positions:
+            return
+        target = self._helper_target(call, scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
+        if target is None or isinstance(target, ast.Lambda):
+            return
+        params = [a.arg for a in (*target.args.posonlyargs, *target.args.args)]
+        if isinstance(call.func, ast.Attribute) and params and params[0] in {"self", "cls"}:
+            params = params[1:]
+        for position in positions:
+            if position < len(params):
+                for node in _walk_no_scopes(target.body):
+                    yield from self._stores_on(node, params[position])
+
+    def learned_wrappers(self) -> frozenset:
+        """Class names the file wraps submodules in: ``x.layer = C(x.layer)`` / ``x[i] = C(x[i])``, or
+        ``C(v)`` stored into a submodule slot (``setattr``, ``add_module``/``register_module``, an
+        attribute or item store, directly or through a local) in a loop over ``v``."""
+        if self._learned_wrappers is None:
+            names: set[str] = set()
+            for node in self.ctx.nodes_of(ast.Assign):
+                if len(node.targets) == 1 and isinstance(node.targets[0], (ast.Attribute, ast.Subscript)):
+                    call = node.value
+                    if (isinstance(call, ast.Call) and call.args and _class_like(call.func)
+                            and ast.dump(call.args[0]) == ast.dump(node.targets[0], annotate_fields=True).replace(
+                                "ctx=Store()", "ctx=Load()")):
+                        names.add(last_name(call.func))
+            for loop in self.ctx.nodes_of(ast.For, ast.AsyncFor):
+                loop_vars = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+                aliases: set[str] = set()
+                slots: list[ast.AST] = []
+                for node in _walk_no_scopes(loop.body):
+                    if isinstance(node, ast.Assign):
+                        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                            aliases.add(node.targets[0].id)
+                        if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets):
+                            slots.append(node.value)
+                    elif isinstance(node, ast.Call) and last_name(node.func) in {
+                            "setattr", "add_module", "register_module"} and node.args:
+                        slots.append(node.args[-1])
+                slot_names = {s.id for s in slots if isinstance(s, ast.Name)}
+                for node in _walk_no_scopes(loop.body):
+                    if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name)
+                            and node.args[0].id in loop_vars and _class_like(node.func)):
+                        parent = self.ctx.parent(node)
+                        stored = node in slots or (
+                            isinstance(parent, ast.Assign) and len(parent.targets) == 1
+                            and isinstance(parent.targets[0], ast.Name) and parent.targets[0].id in slot_names)
+                        if stored:
+                            names.add(last_name(node.func))
+            self._learned_wrappers = frozenset(names)
+        return self._learned_wrappers
+
+    def _aliases_of(self, scope: ast.AST) -> dict[str, tuple[str, ast.Call, bool]]:
         key = id(scope)
         if key not in self._aliases:
             self._aliases[key] = self._walk_aliases(scope.body)
         return self._aliases[key]
 
-    def _walk_aliases(self, body: Sequence[ast.stmt]) -> dict[str, tuple[str, ast.Call]]:
-        """Local names assigned exactly once, from a walk (``mods = list(m.modules())``)."""
+    def _walk_aliases(self, body: Sequence[ast.stmt]) -> dict[str, tuple[str, ast.Call, bool]]:
+        """Local names assigned exactly once, from a walk (``mods = list(m.modules())``; the flag:
+        ``mods = dict(m.named_modules())``, a name -> submodule mapping)."""
         counts: dict[str, int] = {}
         found: dict[str, tuple[str, ast.Call]] = {}
         for node, _ in _statements(body):
@@ -395,38 +572,53 @@ class _FileChecker:
                     value = node.value
                     branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
                     for branch in branches:
+                        as_dict = _unwrap_dict(branch)
+                        if as_dict is not None:
+                            found[target.id] = (*as_dict, True)
+                            break
                         inner, enumerated = _unwrap_iter(branch)
                         hit = _walk_call(inner)
                         if hit is not None and not enumerated:
-                            found[target.id] = hit
+                            found[target.id] = (*hit, False)
                             break
         return {name: hit for name, hit in found.items() if counts.get(name) == 1}
 
     def _resolve_iter(self, node: ast.AST, scope) -> tuple[tuple[str, ast.Call] | None, bool, bool]:
-        """Return ``(walk, enumerated, dict_items)`` for an iterable expression."""
+        """Return ``(walk, enumerated, item_shape)`` for an iterable expression.
+
+        ``item_shape`` overrides the walk method's item shape when a mapping is iterated: ``"pair"``
+        for ``.items()``, ``"module"`` for ``.values()``; ``None`` otherwise."""
         inner, enumerated = _unwrap_iter(node)
         mode = None
+        as_dict = False
         if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
                 and inner.func.attr in {"items", "values"} and not inner.args):
             mode = inner.func.attr
             inner, _ = _unwrap_iter(inner.func.value)
-        hit = _walk_call(inner)
-        if hit is None and isinstance(inner, ast.Name):
-            hit = self._aliases_of(scope).get(inner.id)
+            hit = _unwrap_dict(inner)
+            as_dict = hit is not None
+        else:
+            hit = None
         if hit is None:
-            return None, enumerated, False
+            hit = _walk_call(inner)
+        if hit is None and isinstance(inner, ast.Name):
+            alias = self._aliases_of(scope).get(inner.id)
+            if alias is not None:
+                hit, as_dict = alias[:2], alias[2]
+        if hit is None:
+            return None, enumerated, None
         method = hit[0]
-        shape = WALK_METHODS[method]
+        shape = "dict" if as_dict else WALK_METHODS[method]
         if shape == "dict":
             if mode is None:
-                return None, enumerated, False  # iterating the names only
-            return hit, enumerated, mode == "items"
+                return None, enumerated, None  # iterating the names only
+            return hit, enumerated, "pair" if mode == "items" else "module"
         if mode is not None:
-            return None, enumerated, False
-        return hit, enumerated, False
+            return None, enumerated, None
+        return hit, enumerated, None
 
-    def _walk_of(self, target: ast.AST, iter_node: ast.AST, scope) -> Walk | None:
-        hit, enumerated, dict_items = self._resolve_iter(iter_node, scope)
+    def _walk_of(self, target: ast.AST, iter_node: ast.AST, scope, body: Sequence[ast.stmt] = ()) -> Walk | None:
+        hit, enumerated, item_shape = self._resolve_iter(iter_node, scope)
         if hit is None:
             return None
         method, call = hit
@@ -434,10 +626,13 @@ class _FileChecker:
             if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
                 return None
             target = target.elts[1]
-        shape = "pair" if dict_items else WALK_METHODS[method]
-        if shape == "dict":
-            shape = "module"  # .values()
+        shape = item_shape or WALK_METHODS[method]
         name_var = None
+        if shape == "pair" and isinstance(target, ast.Name):
+            # `for item in m.named_modules(): name, sub = item` / `sub = item[1]`
+            target = self._unpacked_in_body(target.id, body)
+            if target is None:
+                return None
         if shape == "pair":
             if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
                 return None
@@ -454,15 +649,33 @@ class _FileChecker:
         return Walk(var=target.id, root=root, text=self.ctx.text_of(call), name_var=name_var,
                     yields_root=yields_root)
 
+    @staticmethod
+    def _unpacked_in_body(item: str, body: Sequence[ast.stmt]) -> ast.AST | None:
+        """The ``(name, sub)`` target that the first statements of ``body`` unpack the pair ``item`` into."""
+        for stmt in body[:3]:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            target, value = stmt.targets[0], stmt.value
+            if isinstance(value, ast.Name) and value.id == item and isinstance(target, ast.Tuple) \
+                    and len(target.elts) == 2:
+                return target
+            if (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id == item
+                    and isinstance(value.slice, ast.Constant) and value.slice.value in (1, -1)
+                    and isinstance(target, ast.Name)):
+                return ast.Tuple(elts=[ast.Name(id="", ctx=ast.Store()), target], ctx=ast.Store())
+        return None
+
     # ------------------------------------------------------------------ conditions
     def _is_marker_name(self, name: str | None) -> bool:
-        return name is not None and any(p.fullmatch(name) for p in self.markers)
+        if name is None:
+            return False
+        return any(p.fullmatch(name) for p in self.markers) or name in self.learned_markers()
 
     def _is_wrapper_class(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Tuple):
             return any(self._is_wrapper_class(elt) for elt in node.elts)
         name = last_name(node)
-        return name is not None and any(p.fullmatch(name) for p in self.wrappers)
+        return name is not None and (any(p.fullmatch(name) for p in self.wrappers) or name in self.learned_wrappers())
 
     def _is_var(self, node: ast.AST, var: str) -> bool:
         return isinstance(node, ast.Name) and node.id == var
@@ -570,6 +783,15 @@ class _FileChecker:
     # ------------------------------------------------------------------ loop form
     def _check_loop(self, func, loop, walk: Walk) -> Iterator[Finding]:
         for node, _ in _statements(loop.body, rebinding=walk.var):
+            if isinstance(node, ast.Assert):
+                # `assert not marked`: raises AssertionError exactly when the test is false
+                facts = self.facts(node.test, walk.var)
+                if (facts.c or facts.d) and id(node) not in self.reported \
+                        and not self._side_root_only(node.test, False, walk) \
+                        and not self._root_only_context(node, loop, walk) and not self._caught(node, loop):
+                    self.reported.add(id(node))
+                    yield self._finding(node, walk, False, False, None)
+                continue
             if not isinstance(node, ast.If):
                 continue
             facts = self.facts(node.test, walk.var)
@@ -636,6 +858,8 @@ class _FileChecker:
         raised = None
         if isinstance(stmt, ast.Raise) and stmt.exc is not None:
             raised = last_name(stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc)
+        elif isinstance(stmt, ast.Assert):
+            raised = "AssertionError"
         child: ast.AST = stmt
         for anc in self.ctx.ancestors(stmt):
             if anc is loop:
@@ -660,8 +884,15 @@ class _FileChecker:
         return True
 
     # ------------------------------------------------------------------ any(...) form
-    def _check_any_form(self, func, node: ast.If) -> Iterator[Finding]:
-        """``if any(marker(m) for m in x.modules()): raise`` (and ``not all(not ...)``)."""
+    def _check_any_form(self, func, node: ast.If | ast.Assert) -> Iterator[Finding]:
+        """``if any(marker(m) for m in x.modules()): raise`` (and ``not all(not ...)``,
+        ``assert not any(...)``)."""
+        if isinstance(node, ast.Assert):
+            found = self._any_walk(node.test, func, negated=True)
+            if found is not None and found[0] and id(node) not in self.reported:
+                self.reported.add(id(node))
+                yield self._finding(node, found[1], False, False, None)
+            return
         found = self._any_walk(node.test, func, negated=False)
         if found is None:
             return
@@ -713,7 +944,7 @@ class _FileChecker:
         ctx = self.ctx
         confidence = Confidence.INFERENCE if via_helper else Confidence.HIGH
         fix = None
-        if loop is None:
+        if loop is None or isinstance(stmt, ast.Assert):
             advice = "skip already-wrapped submodules instead of raising"
         else:
             advice = "skip it with 'continue'"
@@ -721,6 +952,8 @@ class _FileChecker:
                 # `raise NotImplementedError(...)` is a deliberate unsupported-feature guard
                 # ("nested FSDP unsupported"): turning it into `continue` needs a human decision
                 safe = safe and not _raises_not_implemented(stmt)
+                # in a stack walk, `continue` before the push of the children also skips the subtree
+                safe = safe and not (walk.push_line and stmt.lineno <= walk.push_line)
                 applicability = Applicability.SAFE if safe else Applicability.UNSAFE
                 fix = ctx.make_fix(self._continue_edits(stmt), "Replace the raise with 'continue'", applicability)
             else:
@@ -742,6 +975,17 @@ class _FileChecker:
         newline = source.newline()
         content = "".join(c + newline + indent for c in comments) + "continue"
         return [Edit(start, end, content)]
+
+
+def _clears(value: ast.AST) -> bool:
+    """True for a value that clears a mark rather than sets it (``False``, ``None``, ``0``, ``""``)."""
+    return isinstance(value, ast.Constant) and not value.value
+
+
+def _class_like(func: ast.AST) -> bool:
+    """True if ``func`` names a class by convention (``CheckpointModule``, ``ckpt.Wrapper``)."""
+    name = last_name(func)
+    return bool(name) and name[0].isupper() and not name.isupper()
 
 
 def _comments(text: str) -> list[str]:
