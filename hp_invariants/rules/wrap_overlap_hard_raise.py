@@ -161,6 +161,9 @@ class Walk:
     # a stack/queue walk (``while stack: sub = stack.pop(); ...; stack.extend(sub.children())``):
     # the line of the first push of the children (``continue`` before it also skips the subtree)
     push_line: int = 0
+    # a recursive function that calls itself on the walked children of its parameter ``var``
+    recursive: bool = False
+    root_params: tuple = ()  # the recursive function's other parameters (`depth`, `root`)
 
 
 @dataclass(frozen=True)
@@ -382,6 +385,10 @@ class _FileChecker:
     def _collect(self, scope: ast.AST, body: Sequence[ast.stmt]) -> Iterator[tuple[ast.AST, ast.AST, Walk | None]]:
         for node, _ in _statements(body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                walk = self._recursive_walk(node)
+                if walk is not None:
+                    self._loops.append((node, node, walk))
+                    yield node, node, walk
                 yield from self._collect(node, node.body)
             elif isinstance(node, ast.ClassDef):
                 yield from self._collect(scope, node.body)
@@ -399,6 +406,26 @@ class _FileChecker:
                     yield scope, node, walk
             elif isinstance(node, (ast.If, ast.Assert)):
                 yield scope, node, None
+
+    # ------------------------------------------------------------------ recursive walks
+    def _recursive_walk(self, func) -> Walk | None:
+        """``def f(module): ...; for child in module.children(): f(child)``: ``f`` checks every
+        submodule of its first call's module through ``module`` (report only: no loop to continue)."""
+        params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+        for loop, _ in _statements(func.body):
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                continue
+            walk = self._walk_of(loop.target, loop.iter, func, loop.body)
+            if walk is None or walk.root not in params or walk.root in {"self", "cls"}:
+                continue
+            for node in _walk_no_scopes(loop.body):
+                if (isinstance(node, ast.Call) and last_name(node.func) == func.name
+                        and (isinstance(node.func, ast.Name) or dotted_name(node.func.value) in {"self", "cls"})
+                        and any(self._is_var(arg, walk.var) for arg in node.args)):
+                    others = tuple(p for p in params if p != walk.root)
+                    return Walk(var=walk.root, root=None, text=walk.text, yields_root=True, recursive=True,
+                                root_params=others)
+        return None
 
     # ------------------------------------------------------------------ stack / queue walks
     def _while_walk(self, loop: ast.While, scope) -> Walk | None:
@@ -757,6 +784,19 @@ class _FileChecker:
             return None if inner is None else not inner
         if walk.name_var and isinstance(node, ast.Name) and node.id == walk.name_var:
             return False  # a non-empty name: not the root
+        if walk.root_params and isinstance(node, ast.Name) and node.id in walk.root_params:
+            return False  # `if depth:` (a non-zero depth): not the first call
+        if walk.root_params and isinstance(node, ast.Compare) and len(node.ops) == 1:
+            # recursion: `module is root` (a parameter passed down), `depth == 0`
+            left, op, right = node.left, node.ops[0], node.comparators[0]
+            for one, other in ((left, right), (right, left)):
+                if (self._is_var(one, walk.var) and isinstance(other, ast.Name) and other.id in walk.root_params) or (
+                        isinstance(one, ast.Name) and one.id in walk.root_params
+                        and isinstance(other, ast.Constant) and other.value == 0 and other.value is not False):
+                    if isinstance(op, (ast.Is, ast.Eq)):
+                        return True
+                    if isinstance(op, (ast.IsNot, ast.NotEq)):
+                        return False
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             left, op, right = node.left, node.ops[0], node.comparators[0]
             for one, other in ((left, right), (right, left)):
@@ -782,7 +822,9 @@ class _FileChecker:
 
     # ------------------------------------------------------------------ loop form
     def _check_loop(self, func, loop, walk: Walk) -> Iterator[Finding]:
-        for node, _ in _statements(loop.body, rebinding=walk.var):
+        # a recursive walk (`loop` is the function itself) checks its parameter outside any loop
+        fix_loop = None if walk.recursive else loop
+        for node, _ in _statements(loop.body, rebinding=None if walk.recursive else walk.var):
             if isinstance(node, ast.Assert):
                 # `assert not marked`: raises AssertionError exactly when the test is false
                 facts = self.facts(node.test, walk.var)
@@ -808,7 +850,7 @@ class _FileChecker:
                     if id(stmt) in self.reported or self._caught(stmt, loop):
                         continue
                     self.reported.add(id(stmt))
-                    yield self._finding(stmt, walk, via_helper, safe, loop)
+                    yield self._finding(stmt, walk, via_helper, safe, fix_loop)
 
     def _root_only_context(self, node: ast.If, loop, walk: Walk) -> bool:
         """True if ``node`` sits where only the root gets (enclosing root test, early continue)."""
