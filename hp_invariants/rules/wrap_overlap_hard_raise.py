@@ -280,7 +280,9 @@ class _FileChecker:
         self._indexed = False
         self._aliases: dict[int, dict[str, tuple[str, ast.Call, bool]]] = {}
         self._loops: list[tuple[ast.AST, ast.AST, Walk]] = []  # every walk loop: (scope, loop, walk)
-        self._learned_markers: frozenset | None = None
+        self._learned_markers: dict[int, frozenset] = {}
+        self._scope: ast.AST | None = None  # the function being checked (its learned markers count)
+        self._predicates: set[int] = set()  # predicate helpers being expanded (recursion guard)
         self._learned_wrappers: frozenset | None = None
 
     # ------------------------------------------------------------------ helper index
@@ -371,7 +373,8 @@ class _FileChecker:
         """Check every walk loop and every ``if any(...)`` / ``assert`` of the file (statements only: fast).
 
         All walks are collected first: the markers a wrapper stores on walked submodules anywhere in
-        the file (see :meth:`learned_markers`) count when any walk of the file checks them.
+        the file are needed to learn the markers a function or its helpers store on walked submodules
+        (see :meth:`learned_markers`).
         """
         if not has_walk_call_text(self.ctx.source.text):
             return  # no call of a walk method anywhere: nothing can match
@@ -486,22 +489,37 @@ class _FileChecker:
                     yields_root=yields_root, push_line=push_line)
 
     # ------------------------------------------------------------------ what the wrapper stores
-    def learned_markers(self) -> frozenset:
-        """Attribute names the file stores on walked submodules: the wrapper's own wrap markers.
+    def learned_markers(self, scope: ast.AST | None) -> frozenset:
+        """Attribute names that function ``scope`` or its helpers store on walked submodules: the
+        wrapper's own wrap markers.
 
-        ``sub.<name> = value`` or ``setattr(sub, "<name>", value)`` in the body of a walk of ``sub``
-        (any walk of the file), directly or in a helper of the file called there with ``sub``, with a
-        value that is not ``False``/``None``/``0``/``""`` (those clear a mark).
+        ``sub.<name> = value`` or ``setattr(sub, "<name>", value)`` in the body of a walk of ``sub`` in
+        ``scope`` or in a helper of the file that ``scope`` calls, directly or in a helper called
+        there with ``sub`` (``_mark(sub)``), with a value that is not ``False``/``None``/``0``/``""``
+        (those clear a mark). Attributes stored by unrelated functions of the file do not count.
         """
-        if self._learned_markers is None:
+        if scope is None:
+            return frozenset()
+        key = id(scope)
+        if key not in self._learned_markers:
+            self._learned_markers[key] = frozenset()  # recursion guard
+            funcs = [scope]
+            for node in _walk_no_scopes(getattr(scope, "body", [])):
+                if isinstance(node, ast.Call):
+                    target = self._helper_target(node, scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
+                    if target is not None and target is not scope and not isinstance(target, ast.Lambda):
+                        funcs.append(target)
             names: set[str] = set()
-            for scope, loop, walk in self._loops:
-                for node in _walk_no_scopes(loop.body):
-                    names.update(self._stores_on(node, walk.var))
-                    if isinstance(node, ast.Call):
-                        names.update(self._helper_stores(node, walk.var, scope))
-            self._learned_markers = frozenset(names)
-        return self._learned_markers
+            for func in funcs:
+                for loop_scope, loop, walk in self._loops:
+                    if loop_scope is not func:
+                        continue
+                    for node in _walk_no_scopes(loop.body):
+                        names.update(self._stores_on(node, walk.var))
+                        if isinstance(node, ast.Call):
+                            names.update(self._helper_stores(node, walk.var, loop_scope))
+            self._learned_markers[key] = frozenset(names)
+        return self._learned_markers[key]
 
     def _stores_on(self, node: ast.AST, var: str) -> Iterator[str]:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and not _clears(node.value):
@@ -696,7 +714,7 @@ class _FileChecker:
     def _is_marker_name(self, name: str | None) -> bool:
         if name is None:
             return False
-        return any(p.fullmatch(name) for p in self.markers) or name in self.learned_markers()
+        return any(p.fullmatch(name) for p in self.markers) or name in self.learned_markers(self._scope)
 
     def _is_wrapper_class(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Tuple):
@@ -732,6 +750,33 @@ class _FileChecker:
             return self._is_marker_name(string_value(node.slice))
         return False
 
+    def _predicate_facts(self, call: ast.Call, var: str) -> Facts:
+        """``is_wrapped(sub)`` / ``self._is_wrapped(sub)``: a helper of the file whose body is one
+        ``return`` of a marker test of the parameter that receives ``sub`` (refactoring: the test
+        moved into a predicate)."""
+        scope = self._scope if isinstance(self._scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        target = self._helper_target(call, scope)
+        if target is None or isinstance(target, ast.Lambda) or target is scope or id(target) in self._predicates:
+            return NONE
+        self._predicates.add(id(target))
+        try:
+            return self._predicate_body_facts(call, var, target)
+        finally:
+            self._predicates.discard(id(target))
+
+    def _predicate_body_facts(self, call: ast.Call, var: str, target: ast.AST) -> Facts:
+        body = [stmt for stmt in target.body
+                if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))]
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            return NONE
+        params = [a.arg for a in (*target.args.posonlyargs, *target.args.args)]
+        if isinstance(call.func, ast.Attribute) and params and params[0] in {"self", "cls"}:
+            params = params[1:]
+        position = next(i for i, a in enumerate(call.args) if self._is_var(a, var))
+        if position >= len(params) or params[position] == var:
+            return NONE if position >= len(params) else self.facts(body[0].value, var)
+        return self.facts(body[0].value, params[position])
+
     def _is_type_of(self, node: ast.AST, var: str) -> bool:
         return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
                 and len(node.args) == 1 and self._is_var(node.args[0], var))
@@ -751,6 +796,8 @@ class _FileChecker:
             return Facts(b=True, c=True) if node.value else Facts(a=True, d=True)
         if self._marker_read(node, var):
             return MARKER
+        if isinstance(node, ast.Call) and any(self._is_var(a, var) for a in node.args):
+            return self._predicate_facts(node, var)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1 \
                 and not node.keywords:
             if node.func.id == "bool":
@@ -822,6 +869,7 @@ class _FileChecker:
 
     # ------------------------------------------------------------------ loop form
     def _check_loop(self, func, loop, walk: Walk) -> Iterator[Finding]:
+        self._scope = func
         # a recursive walk (`loop` is the function itself) checks its parameter outside any loop
         fix_loop = None if walk.recursive else loop
         for node, _ in _statements(loop.body, rebinding=None if walk.recursive else walk.var):
@@ -929,6 +977,7 @@ class _FileChecker:
     def _check_any_form(self, func, node: ast.If | ast.Assert) -> Iterator[Finding]:
         """``if any(marker(m) for m in x.modules()): raise`` (and ``not all(not ...)``,
         ``assert not any(...)``)."""
+        self._scope = func
         if isinstance(node, ast.Assert):
             found = self._any_walk(node.test, func, negated=True)
             if found is not None and found[0] and id(node) not in self.reported:
