@@ -10,6 +10,31 @@ marker of the loop variable (`sub._is_wrapped`, `getattr(sub, "_is_wrapped", Fal
 file that always raises (`_fail(...)`, `self._fail(...)`). The generator form
 `if any(getattr(m, "_is_wrapped", False) for m in layer.modules()): raise ...` is the same hazard.
 
+The class, not the spelling. The walk may also be written by hand: a `while` loop over a stack or
+a queue (`sub = stack.pop()` / `queue.popleft()`, the children pushed with `stack.extend(sub.children())`),
+a `for` loop over a list that grows with the children, or a function that calls itself on its
+parameter's children (its check of the parameter runs for every submodule). The pair of a named walk
+may be unpacked in the body (`for item in m.named_modules(): name, sub = item`) or the walk turned
+into a dict first (`dict(m.named_modules()).items()`). The marker may be whatever the wrapper itself
+stores on walked submodules: an attribute that the checking function, or a helper it calls, sets on
+the variable of a walk (`sub._ckpt_done = True`, `setattr(sub, "_owner", owner)`, `_mark(sub)` with
+`def _mark(m): m._ckpt_done = True`; `False`/`None`/`0`/`""` clear a mark and do not count), read
+as an attribute, with `getattr`/`hasattr` or through the instance dict; a class this file wraps
+submodules in (`x.layer = C(x.layer)`, `setattr(parent, name, C(child))` in a loop over `child`) for
+`isinstance(sub, C)`; or a predicate helper of the file whose body is `return <marker test>`
+(`if _is_wrapped(sub): raise`). `assert not <marked>` is the same hazard as a raise.
+
+Spellings of the class (each has a flagged fixture and a clean twin): the seed's `.modules()` loop;
+named walks, `enumerate`, a local alias, `list(...)`; `children()`; MindSpore cells; the
+`any(...)` form; marker attribute, `getattr`, `hasattr`, `__dict__`, `vars`; wrapper classes by
+name, `type(sub) is W`; a raising helper; nested `if`; an `or` condition; a nested loop; a stack or
+queue walk; a growing list; recursion; pair unpacking in the body; `dict(named_modules())`; a learned
+marker (directly, via `setattr`, via a helper); a learned wrapper class; a marker predicate;
+`assert not`. Near misses that stay clean: the root check (outside the walk, `sub is module`,
+`name == ""`, `depth == 0`, a root passed down a recursion), a marker that is cleared, an attribute
+stored by an unrelated function of the file, a raise on a *missing* mark (a precondition), a
+caught raise, a stack of things that are not submodules.
+
 No message for:
 
 * a check of the root module itself (`if getattr(module, "_is_wrapped", False): raise` outside the
@@ -69,9 +94,12 @@ above the `continue`.
   that is a deliberate unsupported-feature guard, not an overlap check, and skipping the submodule
   instead may silently produce a configuration the code does not support. It is still reported (the
   marker matches `_.*wrapped.*`), but only `--unsafe-fixes` rewrites it.
+* **Unsafe** in a stack or queue walk when the raise comes before the push of the children:
+  `continue` there also skips the subtree of the wrapped submodule.
 * **Report only** (no fix) when a nested `for`/`while` sits between the walk and the raise (there
-  `continue` would bind to the inner loop) and for the `any(...)` generator form (there is no walk
-  loop to continue): restructure by hand, e.g. filter already-wrapped submodules out.
+  `continue` would bind to the inner loop), for the `any(...)` generator form and for recursion
+  (there is no walk loop to continue), and for `assert not <marked>` (rewrite it as
+  `if <marked>: continue`): restructure by hand, e.g. filter already-wrapped submodules out.
 
 The fix also stops raising for the root module when the walk yields it (`.modules()` and
 `.named_modules()` yield the module itself first); keep an explicit double-wrap check of the root
