@@ -38,7 +38,7 @@ ends the track. Values that are clean: a chain ending in `.detach()`, `.clone()`
 `v.detach_()` does *not* clean: on a view it raises `RuntimeError: Can't detach views in-place`.
 
 The value may also come from a helper of the same file: a module function, a function nested in
-the scope, a method (`self.m(...)`, `cls.m(...)`, `Cls.m(...)`, looked up in the class and its bases
+the scope or a lambda bound to a local, a method (`self.m(...)`, `cls.m(...)`, `Cls.m(...)`, looked up in the class and its bases
 defined in the file), a `@property`/`cached_property` read as `self.p`, or a generator; the helper
 is walked once and whatever view it returns or yields is a view made by the call. Tuples and lists
 keep their positions (`local, pad = helper(t)` when the helper returns `(view, pad)`;
@@ -59,7 +59,7 @@ under no_grad, and the store into the parameter is still the bug.
 Spellings of the class (each has a flagged fixture and a clean twin, with `.clone()`, `.detach()`
 or a non-view element as the near miss): the view stored directly or through locals; a chain; an
 element of `split`/`chunk` by index, unpacking or loop; moved into a helper function, a method of a
-base class, a static/class method, a nested function, a property, a generator; carried in a tuple
+base class, a static/class method, a nested function, a lambda, a property, a generator; carried in a tuple
 or list or a comprehension; looped with `zip`/`enumerate`; a tuple store; `setattr`. Near misses
 that stay clean: stores into gradients and buffers, helpers that detach or copy, a same-named method
 of an unrelated class, an attribute that is not a property of the file.
@@ -590,6 +590,8 @@ class _Walker:
             kept = _kept(value.all())
             if value_node is not None and self.nonparam(value_node, state):
                 kept |= _NONPARAM
+            if isinstance(value_node, ast.Lambda) and self.helpers is not None:
+                kept |= {_Origin("func", target.id, value_node, False)}  # shard = lambda t: t[:n]
             if kept:
                 new[target.id] = kept
             else:
@@ -1033,12 +1035,15 @@ class _Helpers:
         if self._depth >= 8:
             return _EMPTY
         attrs, nograd_names = self.config[0], self.config[1]
-        nograd = any(_is_nograd_ctx(d, nograd_names) is True for d in func.decorator_list)
+        nograd = any(_is_nograd_ctx(d, nograd_names) is True for d in getattr(func, "decorator_list", ()))
         walker = _Walker(*self.config, helpers=self, owner=owner, local_names=_local_names(func))
         walker.returns, walker.yields = [], []
         self._depth += 1
         try:
-            walker.block(func.body, {}, nograd)
+            if isinstance(func, ast.Lambda):
+                walker.returns.append(_kept(walker.ev(func.body, {}, nograd).all()))
+            else:
+                walker.block(func.body, {}, nograd)
         finally:
             self._depth -= 1
         result = frozenset().union(*walker.returns) if walker.returns else _EMPTY
@@ -1055,7 +1060,7 @@ def _local_names(func: ast.AST) -> frozenset:
     args = func.args
     names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
-    stack = list(func.body)
+    stack = [func.body] if isinstance(func, ast.Lambda) else list(func.body)
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
