@@ -150,6 +150,10 @@ CATCH_ALL = {"Exception", "BaseException"}
 # What may follow the name of a walk method in a call: blanks, then its "(", a line continuation, a
 # comment or a line break inside brackets.
 _AFTER_WALK_NAME = re.compile(r"\s*(?:\(|\\|#|$)", re.MULTILINE)
+# What precedes `.<walk method>(`: the receiver's last name (gate for hand-written walks).
+_RECEIVER_BEFORE = re.compile(r"(\w+)\s*$")
+# What follows `.<name>` in a store `x.<name> = ...` / `x.<name>: T = ...` (not `==`).
+_STORE_AFTER_NAME = re.compile(r"\s*(?::[^=\n]*)?=(?!=)")
 # Every walk method name ends in one of these (str.find on them is much faster than one regex).
 _WALK_NAME_TAILS = ("modules", "children", "cells", "cells_and_names")
 
@@ -311,7 +315,12 @@ class _FileChecker:
         self._learned_markers: dict[int, frozenset] = {}
         self._scope: ast.AST | None = None  # the function being checked (its learned markers count)
         self._predicates: set[int] = set()  # predicate helpers being expanded (recursion guard)
-        self._learned_wrappers: frozenset | None = None
+        self._recursive_seen: set[int] = set()  # functions already found to recurse over a walk
+        self._text_gates: dict[tuple[str, str], bool] = {}
+        self._walk_receivers: frozenset | None = None
+        self._defined: dict[str, bool] = {}  # name -> the text has `def name(`
+        self._owners: dict[int, str | None] = {}  # function -> the class it is a method of
+        self._learned_wrappers: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ helper index
     def _index(self) -> None:
@@ -363,9 +372,17 @@ class _FileChecker:
 
     def _helper_target(self, call: ast.Call, func: ast.AST | None) -> ast.AST | None:
         """Resolve ``helper(...)``, ``self.m(...)``/``cls.m(...)`` or ``Cls.m(...)`` to one definition."""
+        callee = call.func
+        name = last_name(callee)
+        if name is None:
+            return None
+        defined = self._defined.get(name)
+        if defined is None:  # a cheap text gate before indexing the file's functions
+            defined = self._defined[name] = f"def {name}(" in self.ctx.source.text
+        if not defined:
+            return None
         if not self._indexed:
             self._index()
-        callee = call.func
         if isinstance(callee, ast.Name):
             if func is not None:  # a helper nested in the enclosing function
                 nested = [n for n in func.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -389,6 +406,8 @@ class _FileChecker:
         return None
 
     def _enclosing_class(self, func: ast.AST) -> str | None:
+        if id(func) in self._owners:
+            return self._owners[id(func)]
         for anc in self.ctx.ancestors(func):
             if isinstance(anc, ast.ClassDef):
                 return anc.name
@@ -413,16 +432,14 @@ class _FileChecker:
             else:
                 yield from self._check_any_form(scope, node)
 
-    def _collect(self, scope: ast.AST, body: Sequence[ast.stmt]) -> Iterator[tuple[ast.AST, ast.AST, Walk | None]]:
+    def _collect(self, scope: ast.AST, body: Sequence[ast.stmt],
+                 cls: str | None = None) -> Iterator[tuple[ast.AST, ast.AST, Walk | None]]:
         for node, _ in _statements(body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                walk = self._recursive_walk(node)
-                if walk is not None:
-                    self._loops.append((node, node, walk))
-                    yield node, node, walk
+                self._owners[id(node)] = cls  # the class of a method (no parent links needed)
                 yield from self._collect(node, node.body)
             elif isinstance(node, ast.ClassDef):
-                yield from self._collect(scope, node.body)
+                yield from self._collect(scope, node.body, node.name)
             elif isinstance(node, (ast.For, ast.AsyncFor)):
                 walk = self._walk_of(node.target, node.iter, scope, node.body)
                 if walk is None and isinstance(node.iter, ast.Name) and isinstance(node.target, ast.Name):
@@ -430,6 +447,10 @@ class _FileChecker:
                 if walk is not None:
                     self._loops.append((scope, node, walk))
                     yield scope, node, walk
+                    recursive = self._recursive_walk(scope, node, walk)
+                    if recursive is not None:
+                        self._loops.append((scope, scope, recursive))
+                        yield scope, scope, recursive
             elif isinstance(node, ast.While):
                 walk = self._while_walk(node, scope)
                 if walk is not None:
@@ -439,23 +460,23 @@ class _FileChecker:
                 yield scope, node, None
 
     # ------------------------------------------------------------------ recursive walks
-    def _recursive_walk(self, func) -> Walk | None:
+    def _recursive_walk(self, func, loop, walk: Walk) -> Walk | None:
         """``def f(module): ...; for child in module.children(): f(child)``: ``f`` checks every
-        submodule of its first call's module through ``module`` (report only: no loop to continue)."""
+        submodule of its first call's module through ``module`` (report only: no loop to continue).
+        ``loop``/``walk``: a walk loop directly in ``func``; the recursive walk is returned once."""
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or id(func) in self._recursive_seen:
+            return None
         params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
-        for loop, _ in _statements(func.body):
-            if not isinstance(loop, (ast.For, ast.AsyncFor)):
-                continue
-            walk = self._walk_of(loop.target, loop.iter, func, loop.body)
-            if walk is None or walk.root not in params or walk.root in {"self", "cls"}:
-                continue
-            for node in _walk_no_scopes(loop.body):
-                if (isinstance(node, ast.Call) and last_name(node.func) == func.name
-                        and (isinstance(node.func, ast.Name) or dotted_name(node.func.value) in {"self", "cls"})
-                        and any(self._is_var(arg, walk.var) for arg in node.args)):
-                    others = tuple(p for p in params if p != walk.root)
-                    return Walk(var=walk.root, root=None, text=walk.text, yields_root=True, recursive=True,
-                                root_params=others)
+        if walk.root not in params or walk.root in {"self", "cls"} or walk.push_line:
+            return None
+        for node in _walk_no_scopes(loop.body):
+            if (isinstance(node, ast.Call) and last_name(node.func) == func.name
+                    and (isinstance(node.func, ast.Name) or dotted_name(node.func.value) in {"self", "cls"})
+                    and any(self._is_var(arg, walk.var) for arg in node.args)):
+                self._recursive_seen.add(id(func))
+                others = tuple(p for p in params if p != walk.root)
+                return Walk(var=walk.root, root=None, text=walk.text, yields_root=True, recursive=True,
+                            root_params=others)
         return None
 
     # ------------------------------------------------------------------ stack / queue walks
@@ -478,7 +499,9 @@ class _FileChecker:
 
     def _stack_walk(self, loop, scope, stack: str, var: str, name_var: str | None) -> Walk | None:
         """A walk if the body of ``loop`` pushes a walk of ``var`` onto ``stack`` (see :meth:`_while_walk`)."""
-        walk_call = push_line = None
+        if var not in self.walk_receivers():
+            return None  # the file never walks `var`'s submodules
+        walk_call = push_line = None  # the walk of `var` whose items are pushed, and the first push
         for node in _walk_no_scopes(loop.body):
             hit = _walk_call(node)
             if hit is not None and walk_call is None and self._is_var(hit[1].func.value, var):
@@ -576,44 +599,61 @@ class _FileChecker:
                 for node in _walk_no_scopes(target.body):
                     yield from self._stores_on(node, params[position])
 
-    def learned_wrappers(self) -> frozenset:
-        """Class names the file wraps submodules in: ``x.layer = C(x.layer)`` / ``x[i] = C(x[i])``, or
-        ``C(v)`` stored into a submodule slot (``setattr``, ``add_module``/``register_module``, an
-        attribute or item store, directly or through a local) in a loop over ``v``."""
-        if self._learned_wrappers is None:
-            names: set[str] = set()
-            for node in self.ctx.nodes_of(ast.Assign):
-                if len(node.targets) == 1 and isinstance(node.targets[0], (ast.Attribute, ast.Subscript)):
-                    call = node.value
-                    if (isinstance(call, ast.Call) and call.args and _class_like(call.func)
-                            and ast.dump(call.args[0]) == ast.dump(node.targets[0], annotate_fields=True).replace(
-                                "ctx=Store()", "ctx=Load()")):
-                        names.add(last_name(call.func))
-            for loop in self.ctx.nodes_of(ast.For, ast.AsyncFor):
-                loop_vars = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-                aliases: set[str] = set()
-                slots: list[ast.AST] = []
-                for node in _walk_no_scopes(loop.body):
-                    if isinstance(node, ast.Assign):
-                        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                            aliases.add(node.targets[0].id)
-                        if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets):
-                            slots.append(node.value)
-                    elif isinstance(node, ast.Call) and last_name(node.func) in {
-                            "setattr", "add_module", "register_module"} and node.args:
-                        slots.append(node.args[-1])
-                slot_names = {s.id for s in slots if isinstance(s, ast.Name)}
-                for node in _walk_no_scopes(loop.body):
-                    if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name)
-                            and node.args[0].id in loop_vars and _class_like(node.func)):
-                        parent = self.ctx.parent(node)
-                        stored = node in slots or (
-                            isinstance(parent, ast.Assign) and len(parent.targets) == 1
-                            and isinstance(parent.targets[0], ast.Name) and parent.targets[0].id in slot_names)
-                        if stored:
-                            names.add(last_name(node.func))
-            self._learned_wrappers = frozenset(names)
-        return self._learned_wrappers
+    def is_learned_wrapper(self, name: str) -> bool:
+        """True if this file wraps submodules in class ``name``: ``x.layer = C(x.layer)`` /
+        ``x[i] = C(x[i])``, or ``C(v)`` stored into a submodule slot (``setattr``,
+        ``add_module``/``register_module``, an attribute or item store, directly or through a local
+        assigned in the same loop) inside a ``for`` loop over ``v``. Only calls of ``name`` are examined."""
+        if name in self._learned_wrappers:
+            return self._learned_wrappers[name]
+        found = False
+        if _class_like_name(name) and name + "(" in self.ctx.source.text:
+            found = self._find_wrapping(name)
+        self._learned_wrappers[name] = found
+        return found
+
+    def _find_wrapping(self, name: str) -> bool:
+        def wrap_call(node: ast.AST) -> ast.Call | None:
+            if isinstance(node, ast.Call) and node.args and last_name(node.func) == name:
+                return node
+            return None
+
+        slots: list[tuple[ast.AST, str]] = []  # (statement, first argument) of C(v) stored into a slot
+        aliases: list[tuple[ast.AST, str, str]] = []  # (statement, first argument, local) of w = C(v)
+        for node in self.ctx.nodes_of(ast.Assign):
+            call = wrap_call(node.value)
+            if call is None or len(node.targets) != 1:
+                continue
+            target, first = node.targets[0], call.args[0]
+            if isinstance(target, (ast.Attribute, ast.Subscript)):
+                if ast.dump(target).replace("ctx=Store()", "ctx=Load()") == ast.dump(first):
+                    return True  # x.layer = C(x.layer)
+                if isinstance(first, ast.Name):
+                    slots.append((node, first.id))
+            elif isinstance(target, ast.Name) and isinstance(first, ast.Name):
+                aliases.append((node, first.id, target.id))
+        for node in self.ctx.nodes_of(ast.Call):
+            if last_name(node.func) in {"setattr", "add_module", "register_module"} and node.args:
+                call = wrap_call(node.args[-1])
+                if call is not None and isinstance(call.args[0], ast.Name):
+                    slots.append((node, call.args[0].id))
+        if not slots and not aliases:
+            return False
+        for loop in self.ctx.nodes_of(ast.For, ast.AsyncFor):
+            bound = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+            inside = [item for item in slots + aliases if item[1] in bound
+                      and loop.body[0].lineno <= item[0].lineno <= (loop.end_lineno or 0)]
+            if not inside:
+                continue
+            body = None
+            for item in inside:
+                if len(item) == 2:
+                    return True
+                if body is None:
+                    body = list(_walk_no_scopes(loop.body))
+                if any(_is_slot(node, ast.Name(id=item[2])) for node in body):
+                    return True
+        return False
 
     def _aliases_of(self, scope: ast.AST) -> dict[str, tuple[str, ast.Call, bool]]:
         key = id(scope)
@@ -742,13 +782,50 @@ class _FileChecker:
     def _is_marker_name(self, name: str | None) -> bool:
         if name is None:
             return False
-        return any(p.fullmatch(name) for p in self.markers) or name in self.learned_markers(self._scope)
+        if any(p.fullmatch(name) for p in self.markers):
+            return True
+        return self._text_gate("store", name) and name in self.learned_markers(self._scope)
+
+    def walk_receivers(self) -> frozenset:
+        """Names ``x`` for which the file's text calls ``x.<walk method>(`` (a cheap gate)."""
+        if self._walk_receivers is None:
+            text = self.ctx.source.text
+            found: set[str] = set()
+            for method in WALK_METHODS:
+                needle = "." + method
+                start = text.find(needle)
+                while start != -1:
+                    if _AFTER_WALK_NAME.match(text, start + len(needle)):
+                        before = _RECEIVER_BEFORE.search(text, max(0, start - 80), start)
+                        if before:
+                            found.add(before.group(1))
+                    start = text.find(needle, start + 1)
+            self._walk_receivers = frozenset(found)
+        return self._walk_receivers
+
+    def _text_gate(self, kind: str, name: str) -> bool:
+        """``store``: the file's text may store attribute ``name`` (``.name = ``, ``.name: T = `` or the
+        string ``"name"`` for ``setattr``). Memoized."""
+        key = (kind, name)
+        found = self._text_gates.get(key)
+        if found is None:
+            text = self.ctx.source.text
+            found = f'"{name}"' in text or f"'{name}'" in text
+            needle = "." + name
+            start = text.find(needle)
+            while start != -1 and not found:
+                end = start + len(needle)
+                boundary = not (end < len(text) and (text[end].isalnum() or text[end] == "_"))
+                found = boundary and _STORE_AFTER_NAME.match(text, end) is not None
+                start = text.find(needle, start + 1)
+            self._text_gates[key] = found
+        return found
 
     def _is_wrapper_class(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Tuple):
             return any(self._is_wrapper_class(elt) for elt in node.elts)
         name = last_name(node)
-        return name is not None and (any(p.fullmatch(name) for p in self.wrappers) or name in self.learned_wrappers())
+        return name is not None and (any(p.fullmatch(name) for p in self.wrappers) or self.is_learned_wrapper(name))
 
     def _is_var(self, node: ast.AST, var: str) -> bool:
         return isinstance(node, ast.Name) and node.id == var
@@ -912,17 +989,22 @@ class _FileChecker:
                 continue
             if not isinstance(node, ast.If):
                 continue
+            raising_in = [list(self._raising_statements(node.body, func)),
+                          list(self._raising_statements(node.orelse, func))]
+            if not raising_in[0] and not raising_in[1]:
+                continue  # nothing raises here: the condition does not matter (and is not analysed)
             facts = self.facts(node.test, walk.var)
             for in_body, branch in ((True, node.body), (False, node.orelse)):
                 hazard = (facts.a or facts.b) if in_body else (facts.c or facts.d)
                 if not hazard or not branch:
                     continue
                 safe = facts.a if in_body else facts.c
-                if self._side_root_only(node.test, in_body, walk):
+                raising = raising_in[0] if in_body else raising_in[1]
+                if not raising or self._side_root_only(node.test, in_body, walk):
                     continue
                 if self._root_only_context(node, loop, walk):
                     continue
-                for stmt, via_helper in self._raising_statements(branch, func):
+                for stmt, via_helper in raising:
                     if id(stmt) in self.reported or self._caught(stmt, loop):
                         continue
                     self.reported.add(id(stmt))
@@ -1101,10 +1183,21 @@ def _clears(value: ast.AST) -> bool:
     return isinstance(value, ast.Constant) and not value.value
 
 
-def _class_like(func: ast.AST) -> bool:
-    """True if ``func`` names a class by convention (``CheckpointModule``, ``ckpt.Wrapper``)."""
-    name = last_name(func)
+def _class_like_name(name: str | None) -> bool:
+    """True if ``name`` names a class by convention (``CheckpointModule``, not ``wrap`` or ``MAX``)."""
     return bool(name) and name[0].isupper() and not name.isupper()
+
+
+def _is_slot(node: ast.AST, value: ast.AST) -> bool:
+    """True if ``node`` stores ``value`` (a node, or a ``Name`` compared by id) into a submodule slot."""
+    def same(other: ast.AST) -> bool:
+        return other is value or (isinstance(value, ast.Name) and isinstance(other, ast.Name) and other.id == value.id)
+
+    if isinstance(node, ast.Assign):
+        return same(node.value) and any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets)
+    if isinstance(node, ast.Call) and node.args and last_name(node.func) in {"setattr", "add_module", "register_module"}:
+        return same(node.args[-1])
+    return False
 
 
 def _comments(text: str) -> list[str]:
