@@ -89,12 +89,12 @@ def test_is_sharded_is_a_gate_only_when_configured():
 def test_quantities_option_accepts_strings_and_compiled_patterns():
     code = """
         def f(m, mesh):
-            if mesh.dp_mesh.size() > 1:
+            if mesh.batch_mesh.size() > 1:
                 fully_shard(m)
         """
     assert _check(code) == []
-    assert len(_check(code, **{"shard-degree-quantities": (r"dp_mesh\.size",)})) == 1
-    assert len(_check(code, **{"shard-degree-quantities": (re.compile(r"dp_mesh\.size"),)})) == 1
+    assert len(_check(code, **{"shard-degree-quantities": (r"batch_mesh\.size",)})) == 1
+    assert len(_check(code, **{"shard-degree-quantities": (re.compile(r"batch_mesh\.size"),)})) == 1
 
 
 def test_comparison_forms():
@@ -277,7 +277,7 @@ def test_ternary_with_side_effects_in_the_other_branch_is_unsafe():
 def test_options_are_declared_with_kinds():
     kinds = {o.name: o.kind for o in RULE.options}
     assert kinds == {"unconditional-calls": "csv", "shard-degree-gates": "csv",
-                     "shard-degree-quantities": "regexp_csv"}
+                     "shard-degree-quantities": "regexp_csv", "parallel-degree-quantities": "regexp_csv"}
     # the text prefilter follows the configured call names
     assert RULE.prefilter_option == "unconditional-calls"
     assert RULE.applies_to("x.reset_sharded_param()") and not RULE.applies_to("x.materialize()")
