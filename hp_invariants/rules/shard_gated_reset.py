@@ -1,11 +1,36 @@
 """# E9502 shard-gated-reset
 
 ## What it does
-Finds a call to a step that must run at every shard degree (option `unconditional-calls`, default
-`reset_sharded_param` and `fully_shard`; the callee's last name component is matched, so
-`p.reset_sharded_param()`, `fully_shard(m)` and `torch.distributed.fsdp.fully_shard(m)` all count)
-that only runs when a **shard-degree predicate** holds, so that at shard degree 1 (world size 1,
-`dp_shard == 1`) it is silently skipped.
+Finds a call to a step that must run at every shard degree that only runs when a **shard-degree
+predicate** holds, so that at shard degree 1 (world size 1, `dp_shard == 1`) it is silently skipped.
+
+A must-run step is
+
+* a call of a name in the option `unconditional-calls` (default `reset_sharded_param`,
+  `fully_shard` and `register_fsdp_forward_method`; the callee's last name component is matched, so
+  `p.reset_sharded_param()`, `fully_shard(m)` and `torch.distributed.fsdp.fully_shard(m)` all count);
+* a call of a **project function that always calls a must-run step** (on every path that returns
+  normally: `for` bodies count, `if` branches only when both make the call, nothing after a possible
+  early exit, no `while` body, `except` handler, comprehension or lambda), transitively and across
+  the files of the project: `def apply_fsdp(m): ...; fully_shard(m)` makes `if ws > 1:
+  apply_fsdp(m)` a finding, reported as `'apply_fsdp() -> fully_shard()'`. Every `def` of that name
+  must qualify (the file's own `def`s when it has one, else every other file's).
+
+Why `register_fsdp_forward_method`: FSDP2 runs its all-gather/reshard hooks around `forward` only;
+a model whose other method (`generate`) runs the forward pass needs
+`register_fsdp_forward_method(model, "generate")` wherever `fully_shard` ran, and `fully_shard`
+runs at every shard degree. PyTorch makes it safe to call unconditionally: "If `module` is not an
+FSDPModule, then this is a no-op ... to allow including both when using/not using FSDP"
+(`torch/distributed/fsdp/_fully_shard/_fully_shard.py`). FSDP2 itself handles world size 1
+(`FSDPParamGroup.unshard`/`wait_for_unshard` have `world_size == 1` paths without collectives), so
+sharding at degree 1 is a supported configuration, not a corner case. Steps considered and **not**
+added: `init_process_group` (`fully_shard` without a mesh initializes the default group itself, and
+a missing group fails loudly, not silently: `_init_default_mesh` in `_fsdp_init.py`);
+`to_empty`/`init_weights` (meta-device materialization must run whenever meta init ran, which a
+gate may legitimately mirror); `set_requires_gradient_sync`, `set_reshard_after_backward`,
+prefetching (performance knobs: at degree 1 the reduce-scatter is the identity); DCP's
+`get_/set_model_state_dict` (work for sharded and plain modules, and the alternative branch usually
+loads differently on purpose). Add names to `unconditional-calls` if your project has more.
 
 A shard-degree predicate is
 
@@ -14,13 +39,49 @@ A shard-degree predicate is
   not a gate;
 * a comparison against 1 of a shard-degree quantity (option `shard-degree-quantities`): a name,
   attribute or getter call whose last name matches (`self.world_size > 1`,
-  `dist.get_world_size() > 1`, `1 < ws`, `shard_degree != 1`, `dp_shard >= 2`), or the same negated
+  `dist.get_world_size() > 1`, `1 < ws`, `shard_degree != 1`, `dp_shard >= 2`, `dp_size > 1`), the
+  size of a data-parallel device mesh (`dp_mesh.size() > 1`, `dp_shard_mesh`, `fsdp_mesh`, and a
+  mesh subscript `mesh["dp_shard"].size()`, read as `dp_shard_mesh.size`), or the same negated
   (`ws == 1`, `ws <= 1`, `ws < 2`) with the call in the branch where it is false;
+* an `or` of degree predicates of which at least one is a shard-degree predicate and the others
+  compare other parallel degrees with 1 (option `parallel-degree-quantities`: `cp`, `tp`, `pp`,
+  `ep`, `dp_replicate` degrees and meshes): `dp_shard > 1 or cp > 1` is still false at world size 1,
+  where every degree is 1;
 * a local alias of one (`shard = self.is_shard`, `need = ws > 1`, assigned exactly once in the
-  function, before the test), or a `@property` / function **defined in the same file** whose every
-  `return` is one (`@property def needs_sharding(self): return self.shard_degree > 1`, then
-  `if self.needs_sharding:`), or a walrus `(shard := self.is_shard)`. Cross-file properties and
-  instance attributes assigned from a comparison (`self.need = ws > 1` in `__init__`) are not followed.
+  function, before the test), or a walrus `(shard := self.is_shard)`;
+* a `@property` or function of the project whose every `return` is one
+  (`@property def dp_shard_enabled(self): return self.dp_shard > 1`, then
+  `if dims.dp_shard_enabled:`; `def is_distributed(ws): return ws > 1`), defined in the same file
+  or **in another file** of the project (the file's own definitions take precedence; every
+  definition of that name must qualify; properties may delegate to properties:
+  `return self.dp_shard_enabled or self.cp_enabled`);
+* an **instance attribute** every store of which assigns one (`self.use_fsdp = self.world_size > 1`
+  in `__init__`, then `if self.use_fsdp:`), in the same file or in another file (a base class); a
+  single store of anything else (`self.use_fsdp = cfg.fsdp`, `self.use_fsdp = False`) anywhere in
+  the project (the file's own stores take precedence) makes it a flag, not a predicate.
+
+The class, as refactorings of the seed `if self.is_shard and not self._reset_sharded_params:
+reset...`, each with a flagged fixture and a clean twin under `tests/fixtures/shard-gated-reset/`:
+
+1. the gate moved into a `@property` or function of the same file (`property_gate`,
+   `function_gate`) or of **another file** (`cross_file_gate_project`);
+2. the gate stored on the instance (`instance_attribute_gate`) or bound to a local
+   (`local_alias`, `walrus_gate` codemod);
+3. the gate negated into an early exit (`early_exit`), an `else` branch (`negated_else`), an
+   `elif` chain (`elif_chain`);
+4. the gate spelled as a degree comparison (`world_size_compare`), a **disjunction of degrees**
+   (`degree_disjunction`), a **data-parallel mesh size** (`data_parallel_mesh`);
+5. the step moved into a **helper that always runs it**, in the same file (`must_run_helper`) or
+   another (`must_run_helper_project`), or a step that must follow the wrap
+   (`forward_method`);
+6. the gated call written as a ternary, short-circuit, comprehension filter or nested `if`
+   (`ternary`, `short_circuit`, `nested_if`).
+
+Near misses that stay clean: tensor-/expert-parallel degrees and meshes (`other_degrees`,
+`data_parallel_mesh_ok`), `is_sharded` state (`is_sharded_state`, `cross_file_gate_project_ok`),
+`is_shard or force` (`or_chain`, `degree_disjunction_ok`), a gate whose other branch runs the same
+step, directly or through a helper (`complementary_branch_ok`, `must_run_helper_ok`), helpers that
+only sometimes run the step (`must_run_helper_project_ok`).
 
 The call is gated when it sits
 
@@ -36,21 +97,23 @@ The call is gated when it sits
 
 No message for:
 
-* a call whose complementary path calls the same function too (same last name): the other branch of
-  the `if` (its whole `elif`/`else` chain) or of the ternary, or the exiting branch of an early-exit
-  guard (`if ws > 1: fully_shard(m, mesh=mesh)` / `else: fully_shard(m)`; `if not self.is_shard:`
-  resetting and then returning). The step runs at every shard degree. An `else: pass` or an `else`
-  with other calls only does not count;
-* an `or` chain: `if self.is_shard or force:` runs the reset when `force` holds, so it is not gated;
+* a call whose complementary path runs the same step too (the same last name, or a must-run helper
+  that ends in the same step): the other branch of the `if` (its whole `elif`/`else` chain) or of
+  the ternary, or the exiting branch of an early-exit guard (`if ws > 1: fully_shard(m, mesh=mesh)`
+  / `else: fully_shard(m)`; `if ws > 1: apply_fsdp(m)` / `else: fully_shard(m)`;
+  `if not self.is_shard:` resetting and then returning). The step runs at every shard degree. An
+  `else: pass` or an `else` with other calls only does not count;
+* an `or` chain with anything but degree predicates: `if self.is_shard or force:` runs the reset
+  when `force` holds, so it is not gated; an `or` of other degrees only (`tp > 1 or cp > 1`);
 * `is_sharded`: in PyTorch FSDP2 `FSDPParam.is_sharded` / `FSDPParamGroup.is_sharded` is the
   sharded **state** of the parameters (sharded vs unsharded right now), not the shard degree. PyTorch's
   own `FSDPParamGroup.lazy_init` runs `if self.is_sharded and not self._reset_sharded_params:`, and
   hyper-parallel's `TorchHSDPStateV2._init_hsdp_params` tests `if hsdp_param.is_sharded:`; both are
   correct and stay clean. Add `is_sharded` to `shard-degree-gates` only if your code uses it as a degree;
 * `mesh.size() > 1`: a device mesh may be a tensor- or expert-parallel mesh, so its size is not a
-  shard degree; only meshes named like `fsdp_mesh`, `shard_mesh` or `dp_shard_mesh` count by default
-  (the quantity regexes are also matched against `receiver.method` of a call, so you can add
-  `dp_mesh\\.size`);
+  shard degree; only data-parallel meshes (`dp_mesh`, `dp_shard_mesh`, `fsdp_mesh`, `shard_mesh`,
+  `mesh["dp"]`) count by default (the quantity regexes are matched against `receiver.method` of a
+  call); `tp_mesh`, `ep_mesh`, `mesh["tp"]` do not;
 * `assert ws > 1` before the call: the assertion states a precondition loudly (and vanishes under
   `-O`), it does not skip the step silently;
 * comparisons with other bounds (`ws > 2`), and other parallel degrees (`tp_size`, `ep_size`,
@@ -58,6 +121,16 @@ No message for:
 * a call inside a nested function or lambda: the gate around its definition does not gate its call;
 * an early exit through a call (`sys.exit()`, `os._exit()`): only `return`, `raise`, `continue` and
   `break` statements are recognized as exits.
+
+Known limits (no message): a must-run step called through a callable alias or a parameter
+(`shard_fn = functools.partial(fully_shard, mesh=m)`, then `shard_fn(block)`; `fully_shard_fn=...`
+passed in); a class whose constructor always shards (`Wrapper(model)`); module-level constants
+(`USE_FSDP = WORLD_SIZE > 1`); an instance attribute stored from a bare gate name
+(`self.need = self.is_shard`); names are resolved by last name, not through imports, so two
+unrelated project functions of one name must both qualify. In the pylint plugin and the codemods,
+which build project facts on first use, a file that calls a project helper by name but no
+configured step passes the text prefilter only while no other project's facts have been built in
+that process.
 
 ## Why is this bad?
 hyper-parallel's `TorchHSDPStateV2.lazy_init` must re-wrap every sharded parameter after meta-device
@@ -134,7 +207,9 @@ They are **unsafe** (applied only with `--unsafe-fixes`) when the region holds m
 would then also run at shard degree 1 (a `return fully_shard(m)` body counts as more: the return
 moves out of the gate), when the dropped gate calls a function or reads a `@property` of the project
 (a property read runs project code too, which may have side effects), when it is a walrus gate, or
-when the value of a short-circuit expression is used.
+when the value of a short-circuit expression is used. A gated call of a **must-run helper**
+(`apply_fsdp(m)`) is never safely unwrapped: the helper runs more than the step. Reading an
+instance attribute gate (`self.use_fsdp`) runs no code, so dropping it is like dropping a name.
 
 **Report-only** (no fix): early-exit guards (`if not self.is_shard: return`; removing them changes
 everything after the guard), calls in an `else` branch of a negative test or in an `elif` reached
@@ -146,23 +221,37 @@ whose body always exits (`return fully_shard(m)`) when code may run after it (la
 an enclosing loop or block): unwrapping it would leave that code unreachable.
 
 ## Options
-* `unconditional-calls` (csv, default `reset_sharded_param,fully_shard`): last name components of
-  the calls that must run at every shard degree.
+* `unconditional-calls` (csv, default `reset_sharded_param,fully_shard,register_fsdp_forward_method`):
+  last name components of the calls that must run at every shard degree (project functions that
+  always call one are added at check time).
 * `shard-degree-gates` (csv, default `is_shard`): names whose truth means "shard degree > 1", used
   as a bare name or an attribute (never a method call).
 * `shard-degree-quantities` (regexp_csv, default
-  `world_size,ws,(dp|fsdp|shard|dp_shard|data_parallel)_world_size,get_(dp_|fsdp_|shard_|data_parallel_)?world_size,(dp_)?shard(_mesh)?_(size|degree),dp_shard,(num|n)_shards,fsdp_(size|degree),data_parallel_shard_degree,(fsdp|shard|dp_shard)_mesh\\.size`):
+  `world_size,ws,(dp|fsdp|shard|dp_shard|data_parallel)_world_size,get_(dp_|fsdp_|shard_|data_parallel_)?world_size,(dp_)?shard(_mesh)?_(size|degree),dp_shard,(num|n)_shards,fsdp_(size|degree),data_parallel_shard_degree,(dp|data_parallel)_(size|degree),(fsdp|shard|dp_shard|dp|data_parallel|fsdp_shard)_mesh\\.size`):
   regular expressions matched (whole name) against the last name of a name, attribute or called
   function, and against `receiver.method` of a call; a comparison of such a quantity with 1 is a
   gate.
+* `parallel-degree-quantities` (regexp_csv, default
+  `(tp|cp|pp|ep|etp|sp|dp_replicate|dp_rep|replicate)(_world)?_(size|degree),(tp|cp|pp|ep|etp|dp_replicate),(tensor|context|pipeline|expert|sequence)_(model_)?parallel_(world_)?(size|degree),get_(tensor|context|pipeline|expert|sequence)_(model_)?parallel_world_size,(tp|cp|pp|ep|etp|sp|dp_replicate|replicate|tensor|context|pipeline|expert)_mesh\\.size`):
+  other parallel degrees; comparing one with 1 is not a gate by itself, but joins a shard-degree
+  predicate in an `or`.
 
-Text prefilter: a file is analysed only if one of the configured `unconditional-calls` names
-occurs in its text (the prefilter follows the option, so configured names are never skipped).
+Project facts: the rule reads, for every file of the project (the nearest folder with
+`pyproject.toml`, `setup.py`, `setup.cfg` or `.git`), the return values of its functions and
+properties, the names each function always calls, and the values stored into `self.<attr>`; they
+are summarized once per file (cached with the other project facts) and evaluated with the options
+of the file being checked. Without a project (library use with no `Project`), the rule uses what
+the file itself shows.
+
+Text prefilter: a file is analysed only if one of the configured `unconditional-calls` names, or
+the name of a project function that always calls one, occurs in its text.
 
 ## References
 * hyper-parallel issue 230 (gitcode mindspore/hyper-parallel): item 2, `TorchHSDPStateV2.lazy_init`.
 * PyTorch FSDP2: `torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py` (`lazy_init`,
-  `is_sharded`), `torch.distributed.fsdp.fully_shard`.
+  `is_sharded`, the `world_size == 1` paths of `unshard`/`wait_for_unshard`),
+  `torch.distributed.fsdp.fully_shard`, `register_fsdp_forward_method` (`_fully_shard.py`),
+  `_init_default_mesh` (`_fsdp_init.py`).
 * E9501 `local-tensor-view-not-detached` (the leaf invariant the reset establishes).
 """
 
@@ -899,9 +988,13 @@ class ShardGatedReset(Rule):
 
     def applies_to(self, text: str, options=None) -> bool:
         """The text prefilter: a configured must-run name, or a project function that always calls
-        one (in any project whose facts this process has built), occurs in ``text``."""
+        one (in any project whose facts this process has built), occurs in ``text``. Before any
+        project's facts are built (the pylint plugin builds them on first use), every file passes:
+        the check itself then builds them and applies the same test."""
         calls = tuple(options[self.prefilter_option]) if options and self.prefilter_option in options else self.prefilter
         if any(name in text for name in calls):
+            return True
+        if not _BUILT:
             return True
         return any(name in text for name in _closure_names(frozenset(calls)))
 
