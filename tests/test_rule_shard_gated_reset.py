@@ -510,3 +510,21 @@ def test_helper_chain_else_branch_and_prefilter(tmp_path):
     assert RULE.applies_to("if ws > 1:\n    apply_fsdp(m)\n")
     assert not RULE.applies_to("if ws > 1:\n    shard(m)\n")
     assert not RULE.applies_to("x.materialize()")
+
+
+def test_checked_text_newer_than_the_project_facts(tmp_path):
+    # the facts come from the files on disk; the checked text (an editor buffer, a fix pass) adds a
+    # local apply_fsdp() that only sometimes shards: the file's own def wins for its calls, and the
+    # chain through other files is reported as far as it is known
+    from hp_invariants.project import Project
+
+    root = _project(tmp_path, {
+        "helpers.py": HELPERS,
+        "other.py": "def wrap(m):\n    apply_fsdp(m)\n",
+        "train.py": "def f(m, ws):\n    pass\n",
+    })
+    text = ("def apply_fsdp(m):\n    if m.ready:\n        fully_shard(m)\n\n"
+            "def f(m, ws):\n    if ws > 1:\n        wrap(m)\n    if ws > 1:\n        apply_fsdp(m)\n")
+    session = session_for_rules([RULE], None, Project(use_cache=False))
+    findings = session.check_bytes(str(root / "train.py"), text.encode()).findings
+    assert [(f.line, f.args[0]) for f in findings] == [(7, "wrap() -> apply_fsdp")]

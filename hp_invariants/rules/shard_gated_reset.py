@@ -576,7 +576,7 @@ class _Analyzer:
         if name is None or name in self.calls or name not in via:
             return None
         chain = [name]
-        while chain[-1] not in self.calls and len(chain) <= _MAX_DEPTH:
+        while chain[-1] not in self.calls and chain[-1] in via and len(chain) <= _MAX_DEPTH:
             chain.append(via[chain[-1]])
         return "() -> ".join(chain)
 
