@@ -528,3 +528,25 @@ def test_checked_text_newer_than_the_project_facts(tmp_path):
     session = session_for_rules([RULE], None, Project(use_cache=False))
     findings = session.check_bytes(str(root / "train.py"), text.encode()).findings
     assert [(f.line, f.args[0]) for f in findings] == [(7, "wrap() -> apply_fsdp")]
+
+
+def test_abstract_placeholders_do_not_veto_the_overrides():
+    code = """
+        class Base:
+            def apply_fsdp(self, mesh):
+                "Shard this block."
+                raise NotImplementedError
+
+        class Block(Base):
+            def apply_fsdp(self, mesh):
+                fully_shard(self, mesh=mesh)
+
+        def build(blocks, mesh, dp_mesh):
+            if dp_mesh.size() > 1:
+                for block in blocks:
+                    block.apply_fsdp(mesh)
+        """
+    findings = _check(code)
+    assert [(f.line, f.args[0]) for f in findings] == [(14, "apply_fsdp() -> fully_shard")]
+    # a concrete definition that does not always shard still vetoes
+    assert _check(code + "\nclass Lazy(Base):\n    def apply_fsdp(self, mesh):\n        pass\n") == []

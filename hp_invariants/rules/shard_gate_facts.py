@@ -29,13 +29,14 @@ from typing import Any, Iterable, NamedTuple
 from hp_invariants.astutil import child_nodes, dotted_name, last_name, walk_function_body
 from hp_invariants.project import ProjectFacts
 
-FACTS_VERSION = 1
+FACTS_VERSION = 2
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
 
 UNKNOWN = ("?",)
 _OPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
 _FLIP = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
+_ABSTRACT = frozenset({"abstractmethod", "abstractproperty"})
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -50,13 +51,16 @@ class FunctionFact(NamedTuple):
     ``name``: its name; ``is_property``: decorated with ``@property``/``@cached_property``;
     ``returns``: the encoded values of its ``return`` statements when every one returns a value and
     the function is not a generator (``None`` otherwise); ``calls``: the last names of the functions
-    it calls on every path that returns normally (see :func:`unconditional_calls`).
+    it calls on every path that returns normally (see :func:`unconditional_calls`); ``abstract``: an
+    ``@abstractmethod`` or a body that only raises ``NotImplementedError`` (a placeholder whose
+    overrides decide: it never vetoes the other definitions of its name).
     """
 
     name: str
     is_property: bool
     returns: tuple | None
     calls: frozenset
+    abstract: bool = False
 
 
 class FileFacts(NamedTuple):
@@ -83,6 +87,20 @@ def is_property(func: ast.AST) -> bool:
     """True for a function decorated with ``@property`` or ``@cached_property`` (any prefix)."""
     return any(last_name(dec.func if isinstance(dec, ast.Call) else dec) in _PROPERTY_DECORATORS
                for dec in func.decorator_list)
+
+
+def is_abstract(func: ast.AST) -> bool:
+    """True for an ``@abstractmethod`` or a function whose body (after a docstring) only raises
+    ``NotImplementedError``."""
+    if any(last_name(dec.func if isinstance(dec, ast.Call) else dec) in _ABSTRACT for dec in func.decorator_list):
+        return True
+    body = func.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1:
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    return last_name(exc.func if isinstance(exc, ast.Call) else exc) == "NotImplementedError"
 
 
 def mesh_receiver(node: ast.AST) -> str | None:
@@ -325,7 +343,8 @@ def summarize(tree: ast.Module) -> tuple:
             if cls is ast.FunctionDef or cls is ast.AsyncFunctionDef:
                 calls: set[str] = set()
                 unconditional_calls(node.body, calls)
-                functions.append((_intern(node.name), is_property(node), function_returns(node), frozenset(calls)))
+                functions.append((_intern(node.name), is_property(node), function_returns(node), frozenset(calls),
+                                  is_abstract(node)))
                 stack.append(node.body)
             elif cls is ast.Assign:
                 for target in node.targets:

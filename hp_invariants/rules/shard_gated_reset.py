@@ -14,7 +14,9 @@ A must-run step is
   early exit, no `while` body, `except` handler, comprehension or lambda), transitively and across
   the files of the project: `def apply_fsdp(m): ...; fully_shard(m)` makes `if ws > 1:
   apply_fsdp(m)` a finding, reported as `'apply_fsdp() -> fully_shard()'`. Every `def` of that name
-  must qualify (the file's own `def`s when it has one, else every other file's).
+  must qualify (the file's own `def`s when it has one, else every other file's), except abstract
+  placeholders (`@abstractmethod`, or a body that only raises `NotImplementedError`) when the name
+  has other definitions: a base class's `apply_fsdp` that raises leaves the decision to its overrides.
 
 Why `register_fsdp_forward_method`: FSDP2 runs its all-gather/reshard hooks around `forward` only;
 a model whose other method (`generate`) runs the forward pass needs
@@ -401,6 +403,12 @@ class _LocalFacts:
         self.attr_other = attr_other
 
 
+def _concrete(defs: list) -> list:
+    """The definitions that decide a name: abstract placeholders are left out unless all are."""
+    concrete = [f for f in defs if not f.abstract]
+    return concrete or defs
+
+
 def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, str]:
     """Must-run names of the whole project for the option ``calls`` (memoized on the index): each
     maps to a must-run name it always calls; option names map to themselves. A name is must-run
@@ -423,7 +431,8 @@ def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, s
         for name in callers.get(callee, ()):
             if name in via:
                 continue
-            hits = [next((c for c in sorted(f.calls) if c in via), None) for _, f in index.functions[name]]
+            hits = [next((c for c in sorted(f.calls) if c in via), None)
+                    for f in _concrete([f for _, f in index.functions[name]])]
             if all(hits):
                 via[name] = hits[0]
                 work.append(name)
@@ -512,11 +521,9 @@ class _Analyzer:
     def functions_named(self, name: str) -> list[facts.FunctionFact]:
         """The ``def``s of ``name``: this file's when it has one, else every other project file's."""
         local = self.local().functions.get(name)
-        if local:
-            return local
-        if self.index is None:
-            return []
-        return [f for n, f in self.index.functions.get(name, ()) if n != self.file_no]
+        if not local:
+            local = [f for n, f in self.index.functions.get(name, ()) if n != self.file_no] if self.index else []
+        return _concrete(local)
 
     def attribute_values(self, attr: str) -> list[tuple] | None:
         """Encoded values of every ``self.<attr>`` store (this file's when it stores one, else every
@@ -542,7 +549,7 @@ class _Analyzer:
         if self._must_run is not None:
             return self._must_run
         base = project_closure(self.index, self.calls) if self.index is not None else {c: c for c in self.calls}
-        local = self.local().functions
+        local = {name: _concrete(defs) for name, defs in self.local().functions.items()}
         via = {name: v for name, v in base.items() if name in self.calls or name not in local}
         changed = True
         while changed:
