@@ -550,3 +550,19 @@ def test_abstract_placeholders_do_not_veto_the_overrides():
     assert [(f.line, f.args[0]) for f in findings] == [(14, "apply_fsdp() -> fully_shard")]
     # a concrete definition that does not always shard still vetoes
     assert _check(code + "\nclass Lazy(Base):\n    def apply_fsdp(self, mesh):\n        pass\n") == []
+
+
+def test_class_level_default_or_field_is_not_a_predicate():
+    code = """
+        class Engine:
+            use_fsdp: bool = False
+
+            def __init__(self, world_size):
+                self.use_fsdp = world_size > 1
+
+            def setup(self, model):
+                if self.use_fsdp:
+                    fully_shard(model)
+        """
+    assert _check(code) == []
+    assert len(_check(code.replace("use_fsdp: bool = False", "pass"))) == 1

@@ -29,7 +29,7 @@ from typing import Any, Iterable, NamedTuple
 from hp_invariants.astutil import child_nodes, dotted_name, last_name, walk_function_body
 from hp_invariants.project import ProjectFacts
 
-FACTS_VERSION = 2
+FACTS_VERSION = 3
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
 
 UNKNOWN = ("?",)
@@ -68,7 +68,8 @@ class FileFacts(NamedTuple):
 
     ``attr_values``: ``(attr, encoded value)`` for each store of a boolean-shaped value (a
     comparison, ``and``/``or``, ``not``); ``attr_other``: the attributes stored with anything else
-    (or by augmented assignment, unpacking, ``del``): these are not predicates.
+    (or by augmented assignment or unpacking), and the class attributes and dataclass fields of the
+    file's classes (a default the instance may keep): these are not predicates.
     """
 
     functions: tuple
@@ -355,6 +356,14 @@ def summarize(tree: ast.Module) -> tuple:
                 _store(node.target, None, attr_values, attr_other)
             elif cls is ast.Expr or cls is ast.Return or cls is ast.Import or cls is ast.ImportFrom:
                 continue
+            elif cls is ast.ClassDef:
+                for stmt in node.body:  # class attributes and dataclass fields: not predicates
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else (
+                        [stmt.target] if isinstance(stmt, ast.AnnAssign) else [])
+                    for target in targets:
+                        if isinstance(target, ast.Name):
+                            attr_other.add(_intern(target.id))
+                stack.append(node.body)
             else:
                 for name in ("body", "orelse", "finalbody"):
                     block = getattr(node, name, None)
