@@ -93,6 +93,7 @@ outside the loop, as in *Use instead*.
 from __future__ import annotations
 
 import ast
+import builtins
 import io
 import re
 import tokenize
@@ -119,6 +120,9 @@ TRANSPARENT_CALLS = {"list", "tuple", "reversed", "sorted"}
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 CATCH_ALL = {"Exception", "BaseException"}
+# Context managers that only set and restore the grad mode (or do nothing): they never see or
+# swallow an exception, so a `with` of them around a raise does not make its fix unsafe.
+TRANSPARENT_CMS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "nullcontext"})
 # What may follow the name of a walk method in a call: blanks, then its "(", a line continuation, a
 # comment or a line break inside brackets.
 _AFTER_WALK_NAME = re.compile(r"\s*(?:\(|\\|#|$)", re.MULTILINE)
@@ -614,7 +618,8 @@ class _FileChecker:
         """Statements of ``branch`` (nested if/with/try included, loops excluded) that raise."""
         for stmt in branch:
             if isinstance(stmt, ast.Raise):
-                yield stmt, False
+                if not self._reraise(stmt):
+                    yield stmt, False
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 target = self._helper_target(stmt.value, func)
                 if target is not None and target is not func and self._always_raises_func(target):
@@ -630,6 +635,55 @@ class _FileChecker:
                 yield from self._raising_statements(stmt.finalbody, func)
                 for handler in stmt.handlers:
                     yield from self._raising_statements(handler.body, func)
+
+    def _reraise(self, stmt: ast.Raise) -> bool:
+        """True for a bare ``raise`` or ``raise e`` of the exception an enclosing ``except ... as e``
+        caught: that propagates another error, it is not the overlap refusal (no finding)."""
+        if stmt.exc is None:
+            return True
+        if not isinstance(stmt.exc, ast.Name):
+            return False
+        for anc in self.ctx.ancestors(stmt):
+            if isinstance(anc, SCOPES):
+                return False
+            if isinstance(anc, ast.ExceptHandler) and anc.name == stmt.exc.id:
+                return True
+        return False
+
+    def _reaches_caller(self, stmt: ast.stmt, loop) -> bool:
+        """True when the refusal raised at ``stmt`` leaves the function unobserved, so that turning it
+        into ``continue`` changes nothing but the refusal (fix applicability).
+
+        False when it is raised while another exception is handled (inside an ``except`` between the
+        walk loop and ``stmt``: a translation of that error), when a ``try`` around it (inside or
+        around the walk, in the same function) has a handler that may catch it, when a ``finally``
+        around the walk may swallow it (``return``/``break``/``continue``), or when a ``with`` around it
+        enters a context manager that sees the exception (anything but the grad-mode ones).
+        """
+        raised = None
+        if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+            raised = last_name(stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc)
+        inside = True
+        child: ast.AST = stmt
+        for anc in self.ctx.ancestors(stmt):
+            if isinstance(anc, SCOPES):
+                return True
+            if anc is loop:
+                inside = False
+            elif isinstance(anc, ast.ExceptHandler) and inside:
+                return False
+            elif isinstance(anc, ast.Try) or type(anc).__name__ == "TryStar":
+                if child in anc.body and any(_may_catch(h.type, raised) for h in anc.handlers):
+                    return False
+                if not inside and child is not None and child not in anc.finalbody and any(
+                        isinstance(n, (ast.Return, ast.Break, ast.Continue)) for n in _walk_no_scopes(anc.finalbody)):
+                    return False
+            elif isinstance(anc, (ast.With, ast.AsyncWith)):
+                if not all(isinstance(item.context_expr, ast.Call)
+                           and last_name(item.context_expr.func) in TRANSPARENT_CMS for item in anc.items):
+                    return False
+            child = anc
+        return True
 
     def _caught(self, stmt: ast.stmt, loop) -> bool:
         """True if a ``try`` between ``stmt`` and ``loop`` catches what ``stmt`` raises."""
@@ -720,7 +774,7 @@ class _FileChecker:
             if not self._inner_loop_between(stmt, loop):
                 # `raise NotImplementedError(...)` is a deliberate unsupported-feature guard
                 # ("nested FSDP unsupported"): turning it into `continue` needs a human decision
-                safe = safe and not _raises_not_implemented(stmt)
+                safe = safe and not _raises_not_implemented(stmt) and self._reaches_caller(stmt, loop)
                 applicability = Applicability.SAFE if safe else Applicability.UNSAFE
                 fix = ctx.make_fix(self._continue_edits(stmt), "Replace the raise with 'continue'", applicability)
             else:
@@ -742,6 +796,22 @@ class _FileChecker:
         newline = source.newline()
         content = "".join(c + newline + indent for c in comments) + "continue"
         return [Edit(start, end, content)]
+
+
+def _may_catch(handler_type: ast.AST | None, raised: str | None) -> bool:
+    """True when ``except handler_type`` may catch an exception of class ``raised`` (a name, or
+    ``None`` when unknown). Only builtin classes are compared exactly; anything else may catch."""
+    if handler_type is None or raised is None:
+        return True
+    types = handler_type.elts if isinstance(handler_type, ast.Tuple) else [handler_type]
+    raised_cls = getattr(builtins, raised, None)
+    if not (isinstance(raised_cls, type) and issubclass(raised_cls, BaseException)):
+        return True
+    for node in types:
+        cls = getattr(builtins, last_name(node) or "", None)
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)) or issubclass(raised_cls, cls):
+            return True
+    return False
 
 
 def _comments(text: str) -> list[str]:
