@@ -376,10 +376,35 @@ def _is_nograd_ctx(expr: ast.AST, names: frozenset) -> bool | None:
             first = next((k.value for k in call.keywords if k.arg == "mode"), None)
     if name == "set_grad_enabled":
         value = _const_bool(first)
-        return None if value is None else not value
-    if name == "inference_mode" and _const_bool(first) is False:
-        return False
+        # a mode known only at run time may enable grad: not a no-grad region
+        return False if value is None else not value
+    if name == "inference_mode" and _const_bool(first) is not True and first is not None:
+        return None  # inference_mode(False) keeps the current mode; a run-time mode may do either
     return True
+
+
+def _may_enable_grad(stmts: Iterable[ast.stmt], names: frozenset) -> bool:
+    """True when ``stmts`` hold a ``set_grad_enabled(...)`` statement that may enable grad mode for
+    what runs after it (also in the next iteration of a loop). Statements inside a ``with`` of a
+    grad-mode context manager do not count (its exit restores the mode), nor nested functions."""
+    stack = list(stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)) and all(
+                _is_nograd_ctx(item.context_expr, names) is not None for item in node.items):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and last_name(node.value.func) == "set_grad_enabled" \
+                and _is_nograd_ctx(node.value, names) is not True:
+            return True
+        if isinstance(node, ast.stmt):
+            stack.extend(child for child in ast.iter_child_nodes(node)
+                         if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)))
+        else:
+            stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+    return False
 
 
 def _index_kind(index: ast.AST) -> str | None:
@@ -434,6 +459,8 @@ class _Walker:
                 mode = _is_nograd_ctx(stmt.value, self.nograd_names)
                 if last_name(stmt.value.func) == "set_grad_enabled" and mode is not None:
                     nograd = mode
+            elif nograd and _may_enable_grad([stmt], self.nograd_names):
+                nograd = False  # e.g. `if c: torch.set_grad_enabled(True)`: grad may be on from here
         return state
 
     def stmt(self, stmt: ast.stmt, state: dict, nograd: bool) -> dict | None:
@@ -454,6 +481,9 @@ class _Walker:
             return None
         if isinstance(stmt, ast.If):
             return _join(self.block(stmt.body, dict(state), nograd), self.block(stmt.orelse, dict(state), nograd))
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)) and nograd \
+                and _may_enable_grad(stmt.body, self.nograd_names):
+            nograd = False  # a later iteration may start with grad enabled
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             iterated = self.ev(stmt.iter, state, nograd)
             seq_ops = [o.op for o in iterated.all() if o.kind == "seq"]
@@ -490,6 +520,8 @@ class _Walker:
             return self.block(stmt.body, new, inner)
         if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
             body = self.block(stmt.body, dict(state), nograd)
+            if nograd and _may_enable_grad(stmt.body, self.nograd_names):
+                nograd = False  # handlers, else and finally may run after grad was enabled
             entry = _join(state, body)
             outs = [self.block(stmt.orelse, body, nograd) if body is not None else None]
             for handler in stmt.handlers:
