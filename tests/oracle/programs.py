@@ -274,15 +274,7 @@ def e9502_programs(draw) -> Program:
     probes += ctx_probes
     lines = ["class State:", f"{IND}def init(self, ws):"] + indent(["m = self.module"] + body + ['log("end")'], 2)
     source = "\n".join(lines) + "\n"
-    scenarios = [{"degree": d, "probes": p} for d in (1, 2) for p in probe_scenarios(probes)]
-
-    def behaviours(scenario, trace):
-        out = _common_behaviours(scenario, trace)
-        out["probe_p"] = lambda obj: scenario["probes"].get("t", False)
-        return out
-
-    return Program("E9502", source, _e9502_driver, scenarios, behaviours,
-                   label=f"{label} in {'>'.join(names) or 'function body'}", probes=probes)
+    return make_program("E9502", source, probes=probes, label=f"{label} in {'>'.join(names) or 'function body'}")
 
 
 # ---------------------------------------------------------------------- E9504 wrap-overlap-hard-raise
@@ -356,23 +348,8 @@ def e9504_programs(draw) -> Program:
     source, probes = render(site)
     replay.replay()
     reference, _ = render(ref_site)
-    probes.append("x")
-    wrapped_sets = [(False, False, False), (False, True, False), (True, False, True), (False, False, True)]
-    scenarios = []
-    for wrapped in wrapped_sets:
-        for probe_values in probe_scenarios(probes)[:3]:
-            for raise_on in ((), ("sub1",)):
-                scenarios.append({"wrapped": wrapped, "strict": True, "probes": probe_values, "raise_on": raise_on})
-        scenarios.append({"wrapped": wrapped, "strict": False, "probes": {}, "raise_on": ()})
-
-    def behaviours(scenario, trace):
-        out = _common_behaviours(scenario, trace)
-        out["refusal"] = lambda sub: f"REFUSAL:{sub!r}:{'wrapped' if sub._is_wrapped else 'not-wrapped'}"
-        return out
-
-    return Program("E9504", source, _e9504_driver, scenarios, behaviours, reference=reference,
-                   label=f"{site_name} under '{test}' in {'>'.join(inner_names) or '-'} / {'>'.join(outer_names) or '-'}",
-                   probes=probes)
+    return make_program("E9504", source, reference, probes=probes,
+                        label=f"{site_name} under '{test}' in {'>'.join(inner_names) or '-'} / {'>'.join(outer_names) or '-'}")
 
 
 # ---------------------------------------------------------------------- E9501 local-tensor-view-not-detached
@@ -434,16 +411,14 @@ def e9501_programs(draw) -> Program:
     inner = before + inner
     names = draw(context_names(2))
     body, probes, _ = wrap_in_contexts(choose, inner, names)
-    probes.append("ge")
     method = ["v = torch.empty(2)"] + body + uses + ["self.param._local_tensor = v", "return v"]
     lines = ["import torch", "", "", "class Param:"]
     if decorator:
         lines.append(IND + decorator)
     lines += [f"{IND}def reset(self, t, flag):"] + indent(method, 2)
     source = "\n".join(lines) + "\n"
-    scenarios = [{"flag": f, "probes": p} for f in (False, True) for p in probe_scenarios(probes)[:4]]
-    return Program("E9501", source, _e9501_driver, scenarios, _common_behaviours,
-                   label=f"{view_name} under {grad_name} in {'>'.join(names) or '-'} uses {uses}", probes=probes)
+    return make_program("E9501", source, probes=probes,
+                        label=f"{view_name} under {grad_name} in {'>'.join(names) or '-'} uses {uses}")
 
 
 # ---------------------------------------------------------------------- E9503 undefined-method-call
@@ -507,11 +482,56 @@ def e9503_programs(draw) -> Program:
         lines += ["", "", "def build(cfg):", f"{IND}return Model(cfg)"]
         return "\n".join(lines) + "\n"
 
+    return make_program("E9503", render(False), render(True), probes=probes,
+                        label=f"{'setter' if use_setter else 'getter'} of {target} in {'>'.join(names) or '-'}"
+                              f" observer={bool(observer) and observer[1].strip()[:20]}")
+
+
+def _e9502_behaviours(scenario: dict, trace: Trace) -> dict:
+    out = _common_behaviours(scenario, trace)
+    out["probe_p"] = lambda obj: scenario["probes"].get("t", False)
+    return out
+
+
+def _e9504_behaviours(scenario: dict, trace: Trace) -> dict:
+    out = _common_behaviours(scenario, trace)
+    out["refusal"] = lambda sub: f"REFUSAL:{sub!r}:{'wrapped' if sub._is_wrapped else 'not-wrapped'}"
+    return out
+
+
+def _e9504_scenarios(probes: list[str]) -> list[dict]:
+    wrapped_sets = [(False, False, False), (False, True, False), (True, False, True), (False, False, True)]
+    scenarios = []
+    for wrapped in wrapped_sets:
+        for probe_values in probe_scenarios(probes + ["x"])[:3]:
+            for raise_on in ((), ("sub1",)):
+                scenarios.append({"wrapped": wrapped, "strict": True, "probes": probe_values, "raise_on": raise_on})
+        scenarios.append({"wrapped": wrapped, "strict": False, "probes": {}, "raise_on": ()})
+    return scenarios
+
+
+def make_program(rule: str, source: str, reference: str | None = None, probes: list[str] = (),
+                 label: str = "") -> Program:
+    """A :class:`Program` of ``rule`` with that rule's driver, behaviours and scenarios.
+
+    The drivers call: E9502 ``State.init(self, ws)`` twice (``self`` a stub with ``is_shard``,
+    ``world_size``, ``done``, ``params``, ``layers``); E9504 ``wrap(module, strict)`` (``module.modules()``
+    yields three submodules, some already wrapped); E9501 ``Param.reset(self, t, flag)`` (``t`` a stub
+    tensor); E9503 ``build(cfg)`` then ``api()`` if defined, then ``forward(1)``.
+    """
+    probes = list(probes)
+    if rule == "E9502":
+        scenarios = [{"degree": d, "probes": p} for d in (1, 2) for p in probe_scenarios(probes)]
+        return Program(rule, source, _e9502_driver, scenarios, _e9502_behaviours, reference, label, probes)
+    if rule == "E9504":
+        return Program(rule, source, _e9504_driver, _e9504_scenarios(probes), _e9504_behaviours, reference,
+                       label, probes)
+    if rule == "E9501":
+        scenarios = [{"flag": f, "probes": p} for f in (False, True) for p in probe_scenarios(probes + ["ge"])[:4]]
+        return Program(rule, source, _e9501_driver, scenarios, _common_behaviours, reference, label, probes)
     scenarios = [{"cfg": c, "call_api": a, "probes": p}
                  for c in (True, False) for a in (False, True) for p in probe_scenarios(probes)[:3]]
-    return Program("E9503", render(False), _e9503_driver, scenarios, _common_behaviours, reference=render(True),
-                   label=f"{'setter' if use_setter else 'getter'} of {target} in {'>'.join(names) or '-'}"
-                         f" observer={bool(observer) and observer[1].strip()[:20]}", probes=probes)
+    return Program(rule, source, _e9503_driver, scenarios, _common_behaviours, reference, label, probes)
 
 
 GENERATORS = {

@@ -103,18 +103,20 @@ class Func:
 
 class RecordingCM:
     """A context manager of the program's world: entry and exit are recorded, the exit with the class
-    of the exception it sees (a grad-mode one, :data:`TRANSPARENT_CMS`, without it)."""
+    of the exception it sees (a grad-mode one, :data:`TRANSPARENT_CMS`, records nothing: it only sets
+    and restores state that nothing outside the block sees)."""
 
     def __init__(self, trace: Trace, name: str, label: Any = None) -> None:
         self.trace, self.name, self.label = trace, name, label
 
     def __enter__(self) -> "RecordingCM":
-        self.trace.add("enter", self.name, fmt(self.label))
+        if self.name not in TRANSPARENT_CMS:  # a grad-mode one has no effect outside the block
+            self.trace.add("enter", self.name, fmt(self.label))
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        seen = "" if self.name in TRANSPARENT_CMS else (exc_type.__name__ if exc_type else "-")
-        self.trace.add("exit", self.name, fmt(self.label), seen)
+        if self.name not in TRANSPARENT_CMS:
+            self.trace.add("exit", self.name, fmt(self.label), exc_type.__name__ if exc_type else "-")
         return False
 
 
@@ -280,6 +282,10 @@ class FakeNN:
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 pass
 
+            def __call__(self, *args: Any, **kwargs: Any) -> Any:
+                recorder.add("module-call", fmt(self), fmt(args))
+                return args[0] if args else None
+
             def __getattr__(self, attr: str) -> Any:
                 if attr.startswith("__"):
                     raise AttributeError(attr)
@@ -287,6 +293,15 @@ class FakeNN:
                 raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
         self.Module = Module
+        self._classes: dict[str, type] = {}
+
+    def __getattr__(self, name: str) -> type:
+        """Any other ``torch.nn`` class (``Embedding``, ``Linear``, ``ModuleList``): a ``Module`` subclass."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name not in self._classes:
+            self._classes[name] = type(name, (self.Module,), {})
+        return self._classes[name]
 
 
 # ---------------------------------------------------------------------- running a program
