@@ -109,11 +109,30 @@ after a `;`), a loop whose body starts on the `for` line (`for a in t.split(n): 
 or whose first body statement shares its line with other code, and a tuple *store*
 (`a._local_tensor, b = t.split(n)`).
 
-The fix is **safe** when every view reaching the store is created in a no-grad region: there the
-view carries no `grad_fn` and `requires_grad` is False, exactly as for `.detach()`, so only the
-view link changes. Otherwise it is **unsafe**: in grad mode the view may carry gradient back to its
-base, and `.detach()` cuts that; apply it with `--unsafe-fixes` after checking that nothing wants
-gradient through `_local_tensor` (for a parameter's shard, nothing does).
+The fix is **safe** (checked by the executable oracle in `tests/test_fix_oracle.py`) when every
+view reaching the store is created where grad mode is certainly off: there the view carries no
+`grad_fn` and `requires_grad` is False, exactly as for `.detach()`, so only the view link changes,
+also for the other uses of the same variable (in-place updates, returns). Grad mode is certainly
+off inside `with torch.no_grad():`, `torch.inference_mode()` (`inference_mode(mode)` with a mode
+known only at run time keeps the surrounding mode), `torch.set_grad_enabled(False)` (as a context
+manager, or as a statement earlier in the same block), a function decorated with one of them, and
+the configured `no-grad-contexts`; and it stops being certainly off
+
+* inside `torch.enable_grad()` or `set_grad_enabled(mode)` with a mode known only at run time (as
+  a context manager or a statement);
+* after a statement that contains a `set_grad_enabled(...)` statement that may enable grad in a
+  branch, loop, `try` or `with` block (`if c: torch.set_grad_enabled(True)`), for the rest of the
+  block, and for the whole body of a loop whose body holds one (the next iteration may start with
+  grad on), and for the `except`/`else`/`finally` blocks of a `try` whose body holds one; a
+  `with` of a grad-mode context manager restores the mode on exit, so statements inside it do not
+  count.
+
+Other control flow around the view (`if`/`else` branches, ternaries, walrus bindings, loops with
+`else`, `try`/`except`/`finally`) does not change the applicability: every path that creates the
+view gets `.detach()`. Otherwise the fix is **unsafe**: in grad mode the view may carry gradient
+back to its base, and `.detach()` cuts that; apply it with `--unsafe-fixes` after checking that
+nothing wants gradient through `_local_tensor` (for a parameter's shard, nothing does). A function
+called in a no-grad region that switches grad mode on itself is not seen.
 
 ## Options
 * `local-tensor-attrs` (csv, default `_local_tensor`): attribute names whose stores are checked.

@@ -126,15 +126,42 @@ The fix removes the gate and nothing else:
 * ternary `fully_shard(m) if ws > 1 else m`: replaced by the branch holding the call;
 * comprehension filter `if ws > 1`: removed; short-circuit `gate and reset()`: the gate operand dropped.
 
-These are **safe** when the gated region holds only the must-always-run step: calls of
-`unconditional-calls` (as statements or assigned, e.g. `model = fully_shard(model)`), `for`/`with`
-blocks of those, `pass`, and flag assignments of constants (`self._done = True`); for a ternary, the
-other branch must be free of side effects (a constant or a name) and the kept branch the call itself.
-They are **unsafe** (applied only with `--unsafe-fixes`) when the region holds more, since that code
-would then also run at shard degree 1 (a `return fully_shard(m)` body counts as more: the return
-moves out of the gate), when the dropped gate calls a function or reads a `@property` of the project
-(a property read runs project code too, which may have side effects), when it is a walrus gate, or
-when the value of a short-circuit expression is used.
+A fix is **safe** (applied by default) only when the rewrite provably changes nothing but "the
+step now also runs at shard degree 1" (checked by the executable oracle in
+`tests/test_fix_oracle.py`, which runs generated programs before and after the fix):
+
+* the gated region holds only the step: calls of `unconditional-calls` whose receiver and
+  arguments have no side effects (names, attribute reads, constants, subscripts, operators and
+  `len`/`isinstance`/`range`/`model.parameters()`-like calls), as statements or assigned to a name
+  or attribute (`model = fully_shard(model)`); `for` loops without `else` over such an iterable;
+  `with` blocks of grad-mode context managers (`no_grad`, `enable_grad`, `inference_mode`,
+  `set_grad_enabled`, `nullcontext`); `if` blocks without `else` whose test has no side effects;
+  `pass`; and flag assignments of constants (`self._done = True`);
+* no name the region binds (a loop variable, `x = step(...)`, `done = True`) is read elsewhere in
+  the function (`model = fully_shard(model)` does not count: `fully_shard` returns the module);
+* for a dropped `and` conjunct: the `if` has no `else`/`elif` (an `else: pass` does not count), and
+  the conjuncts after the gate have no side effects (the short circuit skipped them at degree 1);
+* for a ternary: the kept branch is the step itself (with side-effect-free arguments), the other
+  branch is a constant or a name, and the value is discarded (an expression statement) or is the
+  module `fully_shard` wraps and returns (`m = fully_shard(m) if ws > 1 else m`);
+* for a comprehension filter: the element is the step, the comprehension is an expression
+  statement (its value, `[]` at degree 1, is discarded) and the later filters and `for` clauses
+  have no side effects;
+* for a short circuit `gate and step()`: an expression statement whose operands between the gate
+  and the step have no side effects;
+* the dropped gate runs no project code (not a `@property` or function of the project) and binds
+  no name (a walrus gate is safe only as the whole test, `if (need := ws > 1):`, kept as
+  `need = ws > 1`).
+
+Where the rewrite sits (inside other `if`/`elif`/`else` branches, loops with `else`,
+`try`/`except`/`finally`, `with` blocks) does not change its applicability: the step itself is what
+now also runs at degree 1. Everything else with a fix is **unsafe** (applied only with
+`--unsafe-fixes`): a region holding more (that code would also run at degree 1; a
+`return fully_shard(m)` body counts as more, the return moves out of the gate), a dropped gate with
+an `else`/`elif` (that branch would run at other times: `if self.is_shard and not done: reset()`
+/ `else: replicate()` no longer replicates at world size 1 on the first call), a conjunct or
+argument with side effects that would now run at degree 1, a comprehension or short circuit whose
+value is used, a ternary whose value changes, a gate that is a project function or property.
 
 **Report-only** (no fix): early-exit guards (`if not self.is_shard: return`; removing them changes
 everything after the guard), calls in an `else` branch of a negative test or in an `elif` reached

@@ -113,10 +113,18 @@ the class's own attribute assigned in `__init__` (`self.embed_tokens`, `self.wte
 `self.word_embeddings`, `self.tok_embeddings`, `self.embed_in`, `self.shared`; `self.lm_head`,
 `self.embed_out`; `self.decoder`, `self.model`, `self.language_model`, `self.transformer`), or one
 hop into a child model built in `__init__` from a project class that defines it
-(`self.language_model.embed_tokens`). The fix is **safe**: it only adds methods that did not
-exist, so no existing behaviour changes, and the added accessor returns the same module that the
-transformers convention expects. When no such attribute is found, or for any other method, the
-rule reports only (the right body cannot be known).
+(`self.language_model.embed_tokens`). The fix is **safe** (checked by the executable oracle in
+`tests/test_fix_oracle.py`) when the only behaviour that changes is that the calls that raised
+`AttributeError` now return the module: nothing in the file observes whether the accessors exist,
+that is no string literal names one of the added methods (`hasattr(self, "set_input_embeddings")`,
+`getattr(model, "get_input_embeddings", None)`) and no use of one sits inside a `try` whose handler
+may catch `AttributeError` (bare, `AttributeError`, `Exception`, `BaseException`, or a class that is
+not a builtin exception) or inside a `with` whose context manager sees the exception (anything but
+the grad-mode ones and `nullcontext`). Where the call sits otherwise (`if`/`elif`/`else` branches,
+ternaries, walrus bindings, loops with `else`, `try`/`finally`) does not matter. Otherwise the fix
+is **unsafe**. Code in other files that probes for the accessors (`hasattr(model, ...)` in a
+trainer) is not searched. When no such attribute is found, or for any other method, the rule
+reports only (the right body cannot be known).
 
 ## Options
 * `mixin-class-names` (regexp list, default `.*Mixin.*`): classes treated as mixins.

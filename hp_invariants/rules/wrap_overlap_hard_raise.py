@@ -61,10 +61,26 @@ the statement calling the always-raising helper, by `continue`. Comment lines ab
 trailing comment on its last line are kept; comments inside a multi-line `raise` move to lines
 above the `continue`.
 
-* **Safe** when the branch runs only if the submodule is wrapped (`if marker:`,
-  `if strict and marker:`, the `else:` of `if not marker:`) and `continue` binds to the walk loop.
-* **Unsafe** when the branch also runs for another reason (`if marker or other:`): `continue`
-  would silence that other error too; and when the raised exception is `NotImplementedError`
+* **Safe** (checked by the executable oracle in `tests/test_fix_oracle.py`) only when the
+  rewrite changes nothing but "an already-wrapped submodule is skipped instead of raising": the
+  branch runs only if the submodule is wrapped (`if marker:`, `if strict and marker:`, the `else:`
+  of `if not marker:`), `continue` binds to the walk loop, the raise is a fresh exception (not
+  `NotImplementedError`) raised outside any `except` handler of the loop body, and the refusal
+  would leave the function unobserved: no `try` around it (inside or around the walk, in the same
+  function) has a handler that may catch it (a bare `except`, the raised class or a builtin base of
+  it such as `Exception`, or any class that is not a builtin exception; when the raised class is
+  not a builtin one, or the raise is in a helper, any handler), no `finally` around the walk swallows it
+  with `return`/`break`/`continue`, and no `with` around it enters a context manager that sees the
+  exception (only the grad-mode ones, `no_grad`, `enable_grad`, `inference_mode`,
+  `set_grad_enabled`, and `nullcontext`, are transparent). A `finally` clean-up still runs either
+  way; other `if`/`elif`/`else` branches, loops with `else`, walrus bindings and side effects in
+  the conditions are unchanged by the rewrite.
+* **Unsafe** (applied only with `--unsafe-fixes`) otherwise: when the branch also runs for another
+  reason (`if marker or other:`): `continue` would silence that other error too; when a handler
+  around the walk may catch the refusal (`try: ... except ValueError: rollback(); raise`: the
+  rollback would no longer run), when a context manager around it sees it (`with transaction():`),
+  when the raise translates another error inside an `except` handler of the loop body; and when
+  the raised exception is `NotImplementedError`
   (`if hasattr(sub, "_fsdp_wrapped_module"): raise NotImplementedError("nested FSDP unsupported")`):
   that is a deliberate unsupported-feature guard, not an overlap check, and skipping the submodule
   instead may silently produce a configuration the code does not support. It is still reported (the
@@ -72,6 +88,8 @@ above the `continue`.
 * **Report only** (no fix) when a nested `for`/`while` sits between the walk and the raise (there
   `continue` would bind to the inner loop) and for the `any(...)` generator form (there is no walk
   loop to continue): restructure by hand, e.g. filter already-wrapped submodules out.
+* **No finding** for a bare `raise` or `raise err` of the exception an enclosing `except ... as err`
+  caught, under a marker test: it re-raises another error, it is not the overlap refusal.
 
 The fix also stops raising for the root module when the walk yields it (`.modules()` and
 `.named_modules()` yield the module itself first); keep an explicit double-wrap check of the root

@@ -7,7 +7,9 @@ degree, one named like a tensor (``t``, ``x``, ``*tensor*``) a stub tensor, anyt
 :class:`WorldStub`. A world stub answers the rules' vocabulary: ``is_shard`` is ``degree > 1``, a
 quantity attribute or getter gives the degree, a wrap marker (``_is_wrapped``, ``_..wrapped..``) is
 set on the walked submodules the scenario wraps, ``.modules()`` and the other walks yield the
-receiver then three submodules, view methods return stub tensors, ``fully_shard(m)`` returns ``m``;
+receiver then three submodules, view methods return stub tensors, ``fully_shard(m)`` returns ``m``,
+the queries the rules treat as side-effect free (``.parameters()``, ``.values()``, ``.items()``)
+return two child stubs unrecorded;
 other attributes are child stubs (falsy, iterable, recorded when called or stored); ``self`` of a
 method also has the members of its class (so ``self._fail(...)`` runs the helper). For E9503 the
 fixture's classes are instantiated for real (``torch.nn.Module`` is the recording stub).
@@ -42,6 +44,8 @@ VIEW_METHODS = frozenset({"narrow", "view", "view_as", "as_strided", "expand", "
                           "permute", "select", "unflatten", "unfold", "squeeze", "unsqueeze", "diagonal",
                           "movedim", "swapaxes", "swapdims"})
 SEQ_METHODS = frozenset({"split", "chunk", "unbind", "tensor_split"})
+QUERIES = frozenset({"parameters", "named_parameters", "buffers", "named_buffers", "values", "items", "keys"})
+PAIR_QUERIES = frozenset({"named_parameters", "named_buffers", "items"})
 
 
 class World:
@@ -90,8 +94,11 @@ class WorldStub:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         world = self._world
-        world.trace.add("call", self._name, fmt(args), fmt(kwargs))
         receiver, _, method = self._name.rpartition(".")
+        if method in QUERIES:  # side-effect-free queries (as the rules model them): not recorded
+            items = [WorldStub(world, f"{receiver}.{method}()[{i}]") for i in range(2)]
+            return [(f"k{i}", item) for i, item in enumerate(items)] if method in PAIR_QUERIES else items
+        world.trace.add("call", self._name, fmt(args), fmt(kwargs))
         if method in WALKS:
             root = self._parent if self._parent is not None else WorldStub(world, receiver)
             subs = [WorldStub(world, f"{receiver}.sub{i}", i in world.wrapped) for i in range(3)]
