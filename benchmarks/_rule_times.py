@@ -20,24 +20,26 @@ def main(argv: list[str]) -> int:
     start_all = time.perf_counter()
     from hp_invariants import engine
     from hp_invariants.context import FileContext
+    from hp_invariants.project import Project
     from hp_invariants.registry import RULES
     from hp_invariants.source import SourceFile
 
     imports = time.perf_counter() - start_all
     with open(argv[0], encoding="utf-8") as handle:
         paths = [line.rstrip("\n") for line in handle if line.strip()]
-    project = engine.Project()
+    project = Project()
     spent: dict[str, float] = defaultdict(float)
     ran: dict[str, int] = defaultdict(int)
     spent["python start + imports"] = imports
-    if any(r.needs_project for r in RULES) and paths:
+    facts = [r.project_facts for r in RULES if r.project_facts is not None]
+    if facts and paths:
         t0 = time.perf_counter()
-        for root_file in {str(project.root_of(p)): p for p in paths}.values():  # as engine.run does
+        for root_file in {str(project.root_of(p)): p for p in paths}.values():  # as Session.prepare does
             try:
-                project.index_for(root_file)
+                project.prepare(root_file, facts)
             except Exception as exc:  # noqa: BLE001
                 print(f"class index failed: {exc!r}", file=sys.stderr)
-        spent["class index (build or load)"] = time.perf_counter() - t0
+        spent["project facts (build or load)"] = time.perf_counter() - t0
     for path in paths:
         t0 = time.perf_counter()
         try:
@@ -64,7 +66,7 @@ def main(argv: list[str]) -> int:
             continue
         t4 = time.perf_counter()
         spent["ast.parse"] += t4 - t3
-        ctx = FileContext(source=source, tree=tree, options={}, project=lambda p=path: project.index_for(p))
+        ctx = FileContext(source=source, tree=tree, options={}, project=project)
         for rule in active:
             t5 = time.perf_counter()
             try:

@@ -12,7 +12,7 @@ corpus folder, passed explicitly to every tool), each run times:
   (``benchmarks/_floor.py``), the least work any ``ast``-based checker must do;
 * ``hp-invariants check`` at ``-j1`` and ``-j2``, with a cold class-index cache
   (``HP_INVARIANTS_CACHE_DIR`` = a fresh empty folder) and then a warm one (same folder again);
-* pylint running only our plugin (``--disable=all --enable=E9501,E9502,E9503,E9504``), on the
+* pylint running only our plugin (``--disable=all --enable=<every rule id>``), on the
   corpora of ``--pylint-on``;
 * pylint's own default run without and with the plugin, on the corpora of ``--baseline-on``
   (the plugin's added cost, also measured in-process by timing the plugin's ``process_module``);
@@ -70,7 +70,6 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 PY = sys.executable
 GNU_TIME = "/usr/bin/time"
-RULE_IDS = "E9501,E9502,E9503,E9504"
 DEFAULT_CORPORA = ("torch-distributed", "torch", "transformers-models", "hyper-parallel")
 
 # Row labels (the smoke test and the goal table refer to these).
@@ -244,19 +243,23 @@ def default_corpus_paths() -> dict[str, Path | None]:
     }
 
 
+def rule_ids() -> str:
+    """The ids of every registered rule, comma-separated (what pylint's ``--enable`` takes)."""
+    from hp_invariants.registry import RULES
+
+    return ",".join(r.rule_id for r in RULES)
+
+
 def discover(path: Path) -> list[str]:
     """The sorted files ``hp-invariants check PATH`` would check (its own discovery and excludes)."""
-    from hp_invariants.config import find_project_root, load_config
+    from hp_invariants.config import ConfigError, Resolver
     from hp_invariants.discovery import iter_python_files
     from hp_invariants.registry import RULES
 
     try:
-        config = load_config(find_project_root(path), RULES)
-    except Exception:  # noqa: BLE001 - a broken pyproject of the corpus: use the defaults
-        from hp_invariants.config import Config
-
-        config = Config(root=find_project_root(path))
-    files, _ = iter_python_files([str(path)], config)
+        files, _ = iter_python_files([str(path)], Resolver(RULES))
+    except ConfigError:  # a broken pyproject of the corpus: use the defaults
+        files, _ = iter_python_files([str(path)], Resolver(RULES, config_file=None))
     return [os.path.abspath(f) for f in files]
 
 
@@ -520,7 +523,7 @@ class Bench:
         if name in self.args.pylint_on and "pylint" not in self.args.skip:
             report = self.tmp / f"pylint-plugin-{name}.txt"
             args = ["--persistent=n", "--score=n", "--load-plugins=hp_invariants.checkers", "--disable=all",
-                    f"--enable={RULE_IDS}"]
+                    f"--enable={rule_ids()}"]
             row = Row(name, PYLINT_PLUGIN, ok_rcs=tuple(range(0, 32)),
                       display=f"HP_INVARIANTS_CACHE_DIR=<warm dir> pylint {' '.join(args)} {files_ph}")
             jobs.append(Job(row, self._pylint_make(report, args, files, corpus, warm=True),

@@ -1,28 +1,30 @@
 """The pylint plugin: ``pylint --load-plugins=hp_invariants.checkers``.
 
 One raw-file checker exposes every rule of :mod:`hp_invariants.registry` as a pylint message with
-the same id and symbol (E9501-E9504). It reads the module's bytes and runs the shared detection
-(:func:`hp_invariants.engine.analyze`) on the standard library ``ast``; it never imports torch, so it
+the same id and symbol. It reads the module's bytes and runs them through the one per-file pipeline
+(:class:`hp_invariants.engine.Session`) on the standard library ``ast``; it never imports torch, so it
 works in a codecheck environment without torch. pylint applies ``# pylint: disable=`` itself;
 ``# noqa: <id>`` comments naming our rules are honoured too. Rule options are pylint options
-(pylintrc ``[HP-INVARIANTS]`` or pyproject ``[tool.pylint.hp-invariants]``).
+(pylintrc ``[HP-INVARIANTS]`` or pyproject ``[tool.pylint.hp-invariants]``); the file's
+``[tool.hp-invariants]`` table applies too (see :meth:`HpInvariantsChecker._settings`), so the plugin,
+the CLI and the codemods give the same answer on the same file.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pylint.checkers import BaseRawFileChecker
 from pylint.constants import WarningScope
 from pylint.interfaces import CONTROL_FLOW, HIGH, INFERENCE, UNDEFINED
 
-from hp_invariants import engine, suppressions
-from hp_invariants.config import DEFAULT_TIMEOUT
-from hp_invariants.config import DEFAULT_TIMEOUT
+from hp_invariants.config import ConfigError, Resolver, Settings
+from hp_invariants.engine import Session, default_project
+from hp_invariants.limits import DEFAULT_TIMEOUT
 from hp_invariants.model import Confidence, Option
 from hp_invariants.registry import RULES
-from hp_invariants.source import SourceDecodeError, SourceFile
 
 if TYPE_CHECKING:  # pragma: no cover
     from astroid import nodes
@@ -50,8 +52,8 @@ def _pylint_option(option: Option) -> tuple[str, dict[str, Any]]:
 class HpInvariantsChecker(BaseRawFileChecker):
     """Runs the hp-invariants rules on each module pylint checks.
 
-    Input: pylint's module node (only its bytes and path are used). Output: pylint messages
-    E9501-E9504 with pylint confidences. Files we cannot decode or parse are left to pylint's own
+    Input: pylint's module node (only its bytes and path are used). Output: one pylint message per
+    finding, with the rule's id and symbol and pylint's confidence. Files we cannot decode or parse are left to pylint's own
     ``syntax-error``; an unexpected internal error or a file too deeply nested becomes one ``F9500``
     message, an exhausted per-file time budget (option ``hp-invariants-timeout``, as the CLI's
     ``--timeout-per-file``) one ``F9501`` message; never a traceback.
@@ -84,9 +86,31 @@ class HpInvariantsChecker(BaseRawFileChecker):
 
     def __init__(self, linter: "PyLinter") -> None:
         super().__init__(linter)
-        self._project = engine.Project()
+        self._resolver = Resolver(RULES)
+        self._session = Session(self._settings, default_project(self._resolver))
 
-    def _rule_options(self) -> dict[str, dict[str, Any]]:
+    def _settings(self, path: str) -> Settings:
+        """The file's :class:`Settings`: its own ``[tool.hp-invariants]`` configuration (the one the CLI
+        and the codemods read: ``select``/``ignore``, ``per-file-ignores``, rule options, and ``exclude``
+        under ``force-exclude``, as for files named on the command line),
+        narrowed to the rules whose messages are enabled in pylint, with the rule options and the
+        ``hp-invariants-timeout`` set in pylint's configuration taking precedence where they differ from
+        the defaults. ``# pylint: disable`` comments are pylint's own business (it also tracks their use
+        for ``useless-suppression``); ``# noqa`` ones go through the pipeline. Raises
+        :class:`~hp_invariants.config.ConfigError` for an invalid ``[tool.hp-invariants]`` table."""
+        base = self._resolver.settings_for(path)
+        if self._resolver.force_excluded(path):  # pylint decides what to walk (its ignore-paths), as for
+            return replace(base, rules=())      # files named on hp-invariants' command line
+        rules = tuple(r for r in base.rules if self.linter.is_message_enabled(r.rule_id))
+        options = {rule_id: dict(values) for rule_id, values in base.options.items()}
+        for rule_id, values in self._pylint_options().items():
+            options.setdefault(rule_id, {}).update(values)
+        timeout = getattr(self.linter.config, "hp_invariants_timeout", DEFAULT_TIMEOUT)
+        return replace(base, rules=rules, options=options, suppressions=frozenset({"noqa"}), max_file_size=0,
+                       timeout_per_file=timeout if timeout != DEFAULT_TIMEOUT else base.timeout_per_file)
+
+    def _pylint_options(self) -> dict[str, dict[str, Any]]:
+        """The rule options set in pylint's configuration to something other than their default."""
         values: dict[str, dict[str, Any]] = {}
         for rule in RULES:
             for opt in rule.options:
@@ -96,54 +120,35 @@ class HpInvariantsChecker(BaseRawFileChecker):
                     value = tuple(p.pattern if isinstance(p, re.Pattern) else p for p in value)
                 elif opt.kind == "csv":
                     value = tuple(value)
-                values.setdefault(rule.rule_id, {})[opt.name] = value
+                default = tuple(opt.default) if opt.kind != "bool" else opt.default
+                if value != default:
+                    values.setdefault(rule.rule_id, {})[opt.name] = value
         return values
 
     def process_module(self, node: "nodes.Module") -> None:
-        """Analyse one module and add a pylint message per finding."""
-        rules = [r for r in RULES if self.linter.is_message_enabled(r.rule_id)]
-        if not rules or not node.file:
+        """Run the shared pipeline on one module and add a pylint message per finding."""
+        if not node.file:
+            return
+        try:
+            settings = self._settings(node.file)
+        except ConfigError as exc:
+            self.add_message("F9500", line=1, node=node, args=(f"configuration error: {exc}",))
+            return
+        if not settings.rules:
             return
         try:
             with node.stream() as stream:
                 raw = stream.read()
-            source = SourceFile.from_bytes(node.file, raw)
-        except (OSError, SourceDecodeError):
-            return  # pylint reports unreadable / undecodable files itself
-        options = self._rule_options()
-        active = [r for r in rules if r.applies_to(source.text, options.get(r.rule_id))]
-        if not active:
-            return
-        try:
-            tree = engine.parse(source)
-        except (SyntaxError, ValueError):
-            return  # pylint reports syntax-error itself
-        except (RecursionError, MemoryError):
-            tree = None  # retried on a deep stack by engine.guarded below
-        path = node.file
-        timeout = getattr(self.linter.config, "hp_invariants_timeout", DEFAULT_TIMEOUT)
-
-        def work() -> tuple[Any, list]:
-            parsed = tree if tree is not None else engine.parse(source)
-            return parsed, engine.analyze(source, parsed, active, options,
-                                          project=lambda: self._project.index_for(path), use_prefilter=False)
-
-        try:
-            tree, findings = engine.guarded(work, timeout)
-        except engine.AnalysisTimeout:
-            self.add_message("F9501", line=1, node=node, args=(f"{timeout:g}",))
-            return
-        except (RecursionError, MemoryError) as exc:
-            self.add_message("F9500", line=1, node=node,
-                             args=(f"too deeply nested to analyse ({type(exc).__name__})",))
-            return
-        except Exception as exc:  # noqa: BLE001 - report, never crash pylint
-            self.add_message("F9500", line=1, node=node, args=(f"{type(exc).__name__}: {exc}",))
-            return
-        if findings and "noqa" in source.text.lower():
-            noqa = [s for s in suppressions.parse_suppressions(source.text) if s.kind == "noqa"]
-            findings = suppressions.apply_suppressions(findings, noqa)
-        for finding in findings:
+        except OSError:
+            return  # pylint reports unreadable files itself
+        result = self._session.check_bytes(node.file, raw, settings)
+        for prob in result.problems:
+            if prob.problem_id == "F0003":
+                self.add_message("F9501", line=1, node=node, args=(f"{settings.timeout_per_file:g}",))
+            elif prob.problem_id == "F0002":
+                self.add_message("F9500", line=1, node=node, args=(prob.message.removeprefix("internal error: "),))
+            # E0001 (undecodable, syntax error): pylint reports syntax-error itself
+        for finding in result.findings:
             self.add_message(
                 finding.rule_id,
                 line=finding.line,

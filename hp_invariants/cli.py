@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Sequence
 
 from hp_invariants import __version__, engine, output
-from hp_invariants.config import Config, ConfigError, find_project_root, load_config, validate_codes
+from hp_invariants.config import ConfigError, Overrides, Resolver, validate_codes
+from hp_invariants.model import FileProblem, Finding
 from hp_invariants.registry import RULES, get_rule
+from hp_invariants.runner import effective_jobs
 
 
 def _codes(values: Sequence[str] | None) -> list[str]:
@@ -88,31 +90,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(args: argparse.Namespace) -> tuple[Config, list]:
-    paths = args.paths or ["."]
-    root = find_project_root(paths[0])
-    config = load_config(root, RULES, Path(args.config) if args.config else None)
-    if args.force_exclude:
-        config.force_exclude = True
+def _resolver(args: argparse.Namespace) -> Resolver:
+    """The per-file configuration of this run: each file's nearest ``[tool.hp-invariants]`` table (or
+    ``--config`` for all), with the command-line flags on top. Raises :class:`ConfigError`."""
     select, ignore = _codes(args.select), _codes(args.ignore)
-    if select:
-        config.select = validate_codes(select, RULES, "--select")
-    if ignore:
-        config.ignore = config.ignore + validate_codes(ignore, RULES, "--ignore")
-    if args.cache_dir:
-        config.cache_dir = args.cache_dir
-    if args.timeout_per_file is not None:
-        config.timeout_per_file = args.timeout_per_file
-    if args.max_file_size is not None:
-        config.max_file_size = int(args.max_file_size * 2**20)
-    rules = config.enabled_rules(RULES)
-    return config, rules
+    overrides = Overrides(
+        select=tuple(validate_codes(select, RULES, "--select")) if select else None,
+        ignore=tuple(validate_codes(ignore, RULES, "--ignore")),
+        force_exclude=True if args.force_exclude else None,
+        report_unused_suppressions=True if getattr(args, "report_unused_suppressions", False) else None,
+        cache_dir=args.cache_dir,
+        timeout_per_file=args.timeout_per_file,
+        max_file_size=int(args.max_file_size * 2**20) if args.max_file_size is not None else None,
+    )
+    resolver = Resolver(RULES, overrides, Path(args.config) if args.config else None)
+    for path in args.paths or ["."]:  # configuration errors are reported before any work starts
+        resolver.config_for(path)
+    return resolver
 
 
-def _jobs(value: int) -> int:
-    if value <= 0:
-        return os.cpu_count() or 1
-    return value
+def _session(args: argparse.Namespace) -> tuple[engine.Session, int]:
+    """The session of a ``check``/``fix`` run and its worker count (capped at the usable cores, with a
+    note on stderr when lowered)."""
+    jobs, note = effective_jobs(args.jobs)
+    if note:
+        print(f"hp-invariants: {note}", file=sys.stderr)
+    resolver = _resolver(args)
+    return engine.default_session(resolver, cache_dir=args.cache_dir, use_cache=not args.no_cache), jobs
 
 
 def _fewer_gc_passes() -> None:
@@ -132,11 +136,9 @@ def _fewer_gc_passes() -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     """Run ``check``; return the exit code."""
     _fewer_gc_passes()
-    config, rules = _load(args)
-    if args.report_unused_suppressions:
-        config.report_unused_suppressions = True
-    project = engine.Project(cache_dir=config.cache_dir, use_cache=not args.no_cache)
-    result = engine.run(args.paths or ["."], config, rules, jobs=_jobs(args.jobs), project=project)
+    session, jobs = _session(args)
+    rules = list(RULES)
+    result = engine.run_check(session, args.paths or ["."], jobs=jobs)
     findings, problems = result.findings, result.all_problems
     text = output.render(args.format, findings, problems, rules)
     if args.output_file:
@@ -172,44 +174,23 @@ def _write(stream, text: str) -> None:
         stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
-def _fix_one(task: tuple) -> object:
+def cmd_fix(args: argparse.Namespace) -> int:
+    """Run ``fix``; return the exit code.
+
+    The summary counts findings, not edits: fixed, and left by reason (needs ``--unsafe-fixes``,
+    report-only, or in a file that was not written: read-only or changed on disk)."""
     from hp_invariants import fixer
 
-    path, rules, options, project, unsafe, write, timeout, max_size = task
-    return fixer.fix_file(path, rules, options, project, unsafe=unsafe, write=write,
-                          timeout=timeout, max_size=max_size)
-
-
-def cmd_fix(args: argparse.Namespace) -> int:
-    """Run ``fix``; return the exit code."""
-    from hp_invariants.discovery import iter_python_files
-
-    config, rules = _load(args)
-    project = engine.Project(cache_dir=config.cache_dir, use_cache=not args.no_cache)
-    files, problems = iter_python_files(args.paths or ["."], config)
+    session, jobs = _session(args)
     if not args.diff:  # temp files of a run killed mid-write (see fixer.write_atomically)
-        from hp_invariants import fixer
-
+        files, _ = session.discover(args.paths or ["."])
         for folder in sorted({os.path.dirname(os.path.realpath(p)) for p in files}):
             for stale in fixer.remove_stale_temp_files(folder):
                 print(f"hp-invariants: removed {stale}, left by an interrupted run", file=sys.stderr)
-    tasks = []
-    for path in files:
-        ignored = config.ignored_for_path(path, rules)
-        tasks.append((path, [r for r in rules if r.rule_id not in ignored], config.options, project,
-                      args.unsafe_fixes, not args.diff, config.timeout_per_file, config.max_file_size))
-    jobs = max(1, min(_jobs(args.jobs), len(tasks) or 1))
-    if jobs > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            results = list(pool.map(_fix_one, tasks, chunksize=8))
-    else:
-        results = [_fix_one(task) for task in tasks]
-    problems = list(problems)
+    results, problems = fixer.run_fix(session, args.paths or ["."], jobs=jobs, unsafe=args.unsafe_fixes,
+                                      write=not args.diff)
     remaining = []
-    fixed = changed_files = 0
+    fixed = changed_files = not_written = 0
     for res in results:
         if res.problem is not None:
             problems.append(res.problem)
@@ -220,9 +201,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
             if args.diff:
                 _write(sys.stdout, res.diff)
             if res.skipped:  # not written: everything it found is still there
-                problems.append(engine.FileProblem("F0001", "fatal", res.path, 1, 0, res.skipped,
-                                                   "re-run after the file is writable and unchanged"))
+                problems.append(FileProblem("F0001", "fatal", res.path, 1, 0, res.skipped,
+                                            "re-run after the file is writable and unchanged"))
                 left = outcome.initial
+                not_written += len(left)
             else:
                 changed_files += 1
                 fixed += outcome.fixed_count
@@ -231,11 +213,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         remaining.extend(left)
     _write(sys.stdout, output.format_text(remaining, problems) if not args.diff else
            output.format_text([], problems))
-    verb = "would fix" if args.diff else "fixed"
-    unsafe_left = sum(1 for f in remaining if f.fix and f.fix.applicability.value == "unsafe")
-    hint = f" ({unsafe_left} of them with --unsafe-fixes)" if unsafe_left and not args.unsafe_fixes else ""
-    print(f"{verb} {fixed} finding(s) in {changed_files} file(s); {len(remaining)} left that need a manual fix"
-          + hint + ".", file=sys.stderr)
+    print(fix_summary(fixed, changed_files, remaining, not_written, args.unsafe_fixes, args.diff), file=sys.stderr)
     if problems:
         return 2
     if remaining or (args.diff and changed_files):
@@ -243,11 +221,34 @@ def cmd_fix(args: argparse.Namespace) -> int:
     return 0
 
 
+def fix_summary(fixed: int, files: int, remaining: Sequence[Finding], not_written: int, unsafe: bool,
+                preview: bool) -> str:
+    """The last line of ``fix``: one count of findings fixed, one of findings left, by reason.
+
+    ``remaining``: the findings left (those of files not written included, ``not_written`` of them);
+    ``unsafe``: ``--unsafe-fixes`` was given; ``preview``: ``--diff`` (nothing written: "would fix")."""
+    verb = "would fix" if preview else "fixed"
+    line = f"{verb} {fixed} finding(s) in {files} file(s)"
+    if not remaining:
+        return line + "; none left."
+    needs_unsafe = sum(1 for f in remaining if not unsafe and f.fix is not None
+                       and f.fix.applicability.value == "unsafe")
+    reasons = []
+    if needs_unsafe:
+        reasons.append(f"{needs_unsafe} fixable with --unsafe-fixes")
+    if not_written:
+        reasons.append(f"{not_written} in file(s) not written (read-only or changed on disk)")
+    manual = len(remaining) - needs_unsafe - not_written
+    if manual:
+        reasons.append(f"{manual} to fix by hand (no automatic fix)")
+    return line + f"; {len(remaining)} left: " + ", ".join(reasons) + "."
+
+
 def cmd_rules() -> int:
     """Print the rule table; return 0."""
     width = max(len(r.symbol) for r in RULES)
     for rule in RULES:
-        print(f"{rule.rule_id}  {rule.symbol:<{width}}  {rule.summary}")
+        print(f"{rule.rule_id}  {rule.symbol:<{width}}  {rule.summary}  [codemod: {rule.command_name}]")
     return 0
 
 

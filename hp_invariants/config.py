@@ -1,4 +1,12 @@
-"""Configuration: ``[tool.hp-invariants]`` in pyproject.toml, validated, merged with the CLI.
+"""Configuration: ``[tool.hp-invariants]`` in pyproject.toml, validated, resolved per file.
+
+Each file is checked under its own configuration, as ruff resolves hierarchical configuration:
+the nearest ``pyproject.toml`` above the file that has a ``[tool.hp-invariants]`` table (a
+``pyproject.toml`` without the table is passed over), else the defaults; then the command-line
+flags on top (:class:`Overrides`), or ``--config FILE`` for every file. Patterns (``exclude``,
+``per-file-ignores``) are relative to the folder of the ``pyproject.toml`` that sets them.
+:class:`Resolver` does this and hands out one :class:`Settings` object per file: the enabled
+rules, their options, the suppression policy and the limits; every front end reads only that.
 
 Keys (kebab-case, as ruff and pylint spell them):
 
@@ -29,13 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from hp_invariants.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT
 from hp_invariants.model import Option, Rule
 
-#: Default per-file analysis budget in seconds (``timeout-per-file``; 0 disables it).
-DEFAULT_TIMEOUT = 10.0
-#: Default size limit in bytes (``max-file-size``, configured in MiB; 0 disables it). Parsing costs
-#: about 110 MB of memory and up to a second per MB of source; the largest file of torch is 1.4 MB.
-DEFAULT_MAX_FILE_SIZE = 5 * 2**20
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
@@ -178,7 +182,10 @@ class Config:
         rel = _relative(path, self.root)
         skip = 0
         if given is not None:
-            given_rel = _relative(given, self.root)
+            try:
+                given_rel = Path(os.path.abspath(given)).relative_to(self.root).as_posix()
+            except ValueError:  # the walk started above this configuration's folder
+                given_rel = ""
             skip = 0 if given_rel in ("", ".") else len(given_rel.split("/"))
         return any(_glob_match(rel, pattern, skip) for pattern in self.exclude)
 
@@ -286,3 +293,166 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
             known = sorted(GENERAL_KEYS | set(options_by_name))
             raise ConfigError(f"{where}: unknown key {key!r}; known keys: {', '.join(known)}")
     return config
+
+
+# ---------------------------------------------------------------------- per-file resolution
+@dataclass(frozen=True)
+class Overrides:
+    """Command-line settings applied on top of every file's configuration (``None``: not given)."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    force_exclude: bool | None = None
+    report_unused_suppressions: bool | None = None
+    cache_dir: str | None = None
+    timeout_per_file: float | None = None
+    max_file_size: int | None = None
+
+    def apply(self, config: "Config", rules: Sequence[Rule]) -> "Config":
+        """Return a copy of ``config`` with these overrides applied (codes validated against ``rules``;
+        raises :class:`ConfigError` for an unknown one)."""
+        import copy
+
+        out = copy.copy(config)
+        if self.select is not None:
+            out.select = validate_codes(list(self.select), rules, "--select")
+        if self.ignore:
+            out.ignore = list(config.ignore) + validate_codes(list(self.ignore), rules, "--ignore")
+        if self.force_exclude is not None:
+            out.force_exclude = self.force_exclude
+        if self.report_unused_suppressions is not None:
+            out.report_unused_suppressions = self.report_unused_suppressions
+        if self.cache_dir is not None:
+            out.cache_dir = self.cache_dir
+        if self.timeout_per_file is not None:
+            out.timeout_per_file = self.timeout_per_file
+        if self.max_file_size is not None:
+            out.max_file_size = self.max_file_size
+        return out
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the pipeline needs to check one file, resolved once (see :class:`Resolver`).
+
+    ``rules``: the rules that run on the file (``select``/``ignore`` and ``per-file-ignores``
+    applied); ``options``: option values by rule id (only those configured; rule defaults fill the
+    rest); ``report_unused_suppressions``: report ``I9500`` for suppressions that silence nothing;
+    ``suppressions``: the comment kinds this pipeline honours, ``"pylint"`` (``# pylint: disable``)
+    and ``"noqa"`` (the pylint plugin leaves ``"pylint"`` to pylint itself, which also tracks their
+    use for its ``useless-suppression``); ``timeout_per_file`` (seconds, 0: none) and ``max_file_size``
+    (bytes, 0: none): the limits; ``config``: the :class:`Config` it came from (its ``source`` names
+    the pyproject, ``""`` for the defaults).
+    """
+
+    rules: tuple[Rule, ...]
+    options: dict[str, dict[str, Any]]
+    report_unused_suppressions: bool = False
+    suppressions: frozenset[str] = frozenset({"pylint", "noqa"})
+    timeout_per_file: float = DEFAULT_TIMEOUT
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    config: "Config | None" = None
+
+    @property
+    def key(self) -> tuple:
+        """A hashable summary of what changes findings (for caches and comparisons)."""
+        return (tuple(r.rule_id for r in self.rules),
+                tuple(sorted((k, tuple(sorted(v.items()))) for k, v in self.options.items())),
+                self.report_unused_suppressions, tuple(sorted(self.suppressions)))
+
+
+def has_table(pyproject: Path) -> bool:
+    """True when ``pyproject`` is a readable TOML file with a ``[tool.hp-invariants]`` table.
+
+    Raises :class:`ConfigError` when the file exists but is not valid TOML (a broken configuration is
+    never skipped silently)."""
+    try:
+        with open(pyproject, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return False
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{pyproject}: cannot read configuration: {exc}") from exc
+    tool = data.get("tool")
+    if tool is not None and not isinstance(tool, dict):
+        raise ConfigError(f"{pyproject}: 'tool' must be a table")
+    return isinstance(tool, dict) and "hp-invariants" in tool
+
+
+class Resolver:
+    """Resolves the :class:`Settings` of each file (memoized per folder).
+
+    ``rules``: every known rule (the registry); ``overrides``: command-line flags; ``config_file``:
+    an explicit ``--config`` pyproject used for every file (its folder anchors the patterns).
+    Raises :class:`ConfigError` (from :meth:`config_for`) for an invalid configuration.
+    """
+
+    def __init__(self, rules: Sequence[Rule], overrides: Overrides = Overrides(), config_file: Path | None = None):
+        self.rules = tuple(rules)
+        self.overrides = overrides
+        self.config_file = Path(os.path.abspath(config_file)) if config_file else None
+        self._by_folder: dict[str, Config] = {}
+        self._by_pyproject: dict[str, Config] = {}
+        self._settings: dict[tuple[str, str], Settings] = {}
+
+    def config_for(self, path: str | os.PathLike[str]) -> Config:
+        """Return the configuration governing ``path`` (a file, or a folder: that folder's own)."""
+        absolute = os.path.abspath(path)
+        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        found = self._by_folder.get(folder)
+        if found is not None:
+            return found
+        if self.config_file is not None:
+            config = self._load(self.config_file)
+        else:
+            config = None
+            for candidate in (Path(folder), *Path(folder).parents):
+                if str(candidate) in self._by_folder:
+                    config = self._by_folder[str(candidate)]
+                    break
+                pyproject = candidate / "pyproject.toml"
+                if pyproject.is_file() and has_table(pyproject):
+                    config = self._load(pyproject)
+                    break
+            if config is None:
+                config = self.overrides.apply(Config(root=find_project_root(folder)), self.rules)
+        self._by_folder[folder] = config
+        return config
+
+    def _load(self, pyproject: Path) -> Config:
+        key = str(pyproject)
+        if key not in self._by_pyproject:
+            loaded = load_config(pyproject.parent, self.rules, pyproject)
+            self._by_pyproject[key] = self.overrides.apply(loaded, self.rules)
+        return self._by_pyproject[key]
+
+    def settings_for(self, path: str) -> Settings:
+        """Return the :class:`Settings` of the file ``path``."""
+        config = self.config_for(path)
+        ignored = config.ignored_for_path(path, self.rules)
+        key = (config.source or str(config.root), ",".join(sorted(ignored)))
+        found = self._settings.get(key)
+        if found is None:
+            rules = tuple(r for r in config.enabled_rules(self.rules) if r.rule_id not in ignored)
+            found = Settings(rules=rules, options=config.options,
+                             report_unused_suppressions=config.report_unused_suppressions,
+                             timeout_per_file=config.timeout_per_file, max_file_size=config.max_file_size,
+                             config=config)
+            self._settings[key] = found
+        return found
+
+    def is_excluded(self, path: str, given: str | None = None) -> bool:
+        """True when ``path`` matches an ``exclude`` pattern of the configuration of its folder
+        (``given``: the path named on the command line that a walk started from; see
+        :meth:`Config.is_excluded`)."""
+        return self.config_for(os.path.dirname(os.path.abspath(path)) or ".").is_excluded(path, given)
+
+    def force_excluded(self, path: str) -> bool:
+        """True when ``path`` is named on the command line but ``force-exclude`` is set and it matches
+        an ``exclude`` pattern of its own configuration."""
+        config = self.config_for(path)
+        return config.force_exclude and config.is_excluded(path)
+
+    def configs(self) -> list[Config]:
+        """The configurations met so far (for messages and the project-facts build)."""
+        return list({id(c): c for c in self._by_folder.values()}.values())

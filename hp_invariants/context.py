@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from hp_invariants.astutil import walk_with_parents
 from hp_invariants.model import Applicability, Confidence, Edit, Finding, Fix, Rule
@@ -26,14 +26,15 @@ class FileContext:
     * ``source``: the decoded :class:`SourceFile`; ``tree``: its ``ast.Module`` (parsed once, shared
       by all rules);
     * ``options``: option values by rule id, e.g. ``ctx.option(rule, "local-tensor-attrs")``;
-    * ``project``: a zero-argument callable returning the project's class index (built or loaded
-      lazily; only rules with ``needs_project`` call it), or ``None`` when not available.
+    * ``project``: the :class:`hp_invariants.project.Project` that builds the project-wide facts rules
+      declare (read them with :meth:`project_data`), or ``None`` when not available (a rule that
+      needs project facts then stays silent).
     """
 
     source: SourceFile
     tree: ast.Module
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    project: Callable[[], Any] | None = None
+    project: Any = None
     _parents: dict[int, ast.AST] | None = field(default=None, repr=False)
     _nodes: list[ast.AST] | None = field(default=None, repr=False)
     _owners: list[ast.AST | None] | None = field(default=None, repr=False)
@@ -53,6 +54,13 @@ class FileContext:
             if opt.name == name:
                 return opt.default
         raise KeyError(f"{rule.rule_id} has no option {name!r}")
+
+    def project_data(self, rule: Rule) -> Any:
+        """Return the project object of ``rule.project_facts`` for this file's project (built or read
+        from the cache on first use). Raises ``ValueError`` when there is no project."""
+        if self.project is None or rule.project_facts is None:
+            raise ValueError(f"{rule.rule_id}: no project data available")
+        return self.project.data(rule.project_facts, self.path)
 
     # ------------------------------------------------------------------ tree navigation
     def nodes(self) -> list[ast.AST]:

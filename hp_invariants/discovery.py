@@ -1,7 +1,9 @@
 """Finding the Python files to check under the paths given on the command line.
 
 Folders are walked recursively (symlinked folders met during the walk are not followed, so a
-symlink loop cannot hang the walk; a symlinked folder named on the command line is walked); ``exclude`` patterns from :class:`hp_invariants.config.Config` prune folders and
+symlink loop cannot hang the walk; a symlinked folder named on the command line is walked); the
+``exclude`` patterns of the configuration governing each folder (its nearest ``pyproject.toml`` with
+a ``[tool.hp-invariants]`` table, see :class:`hp_invariants.config.Resolver`) prune its folders and
 files. A file named explicitly is always checked, whatever its suffix, as ruff and flake8 do,
 unless ``force-exclude`` is set (the pre-commit hooks set it: they name every staged file).
 """
@@ -11,17 +13,17 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from hp_invariants.config import Config
+from hp_invariants.config import Resolver
 from hp_invariants.model import FileProblem
 
 
-def iter_python_files(paths: Iterable[str], config: Config) -> tuple[list[str], list[FileProblem]]:
+def iter_python_files(paths: Iterable[str], resolver: Resolver) -> tuple[list[str], list[FileProblem]]:
     """Return ``(files, problems)``: the sorted, de-duplicated ``.py``/``.pyi`` files under
     ``paths`` and a :class:`FileProblem` for each path that does not exist or cannot be walked."""
     files: list[str] = []
     problems: list[FileProblem] = []
     for path in paths:
-        if config.force_exclude and config.is_excluded(path):
+        if resolver.force_excluded(path):
             continue  # --force-exclude: excluded even when named (pre-commit passes every staged file)
         if os.path.isdir(path):
             def onerror(exc: OSError) -> None:
@@ -29,11 +31,11 @@ def iter_python_files(paths: Iterable[str], config: Config) -> tuple[list[str], 
                                             f"cannot read folder: {exc.strerror}", "check its permissions"))
 
             for folder, dirs, names in os.walk(path, onerror=onerror):
-                dirs[:] = sorted(d for d in dirs if not config.is_excluded(os.path.join(folder, d), path))
+                dirs[:] = sorted(d for d in dirs if not resolver.is_excluded(os.path.join(folder, d), path))
                 for name in names:
                     if name.endswith((".py", ".pyi")):
                         full = os.path.join(folder, name)
-                        if not config.is_excluded(full, path):
+                        if not resolver.is_excluded(full, path):
                             files.append(full)
         elif os.path.lexists(path):
             files.append(path)

@@ -1,14 +1,14 @@
 """Applying the fixes that rules attach to findings, until nothing changes (ruff's fix loop).
 
-Used by ``hp-invariants fix`` and by every codemod in :mod:`hp_invariants.codemods`, so both
-change exactly what ``check`` reports. Each round re-runs the detection on the new text, applies
-every allowed, non-overlapping fix, and re-parses the result; a round whose output does not parse
-is rolled back and the run stops there.
+Used by ``hp-invariants fix`` and by every codemod in :mod:`hp_invariants.codemods`. Each round asks
+the :class:`~hp_invariants.engine.Session` for the file's final findings (:meth:`Session.findings`:
+rules, per-file ignores, suppressions), applies every allowed, non-overlapping fix among them, and
+re-parses the result; a round whose output does not parse is rolled back and the run stops there.
+So a fix only ever repairs a finding that ``check`` reports, in every front end.
 """
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import stat
@@ -16,11 +16,13 @@ import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from hp_invariants import engine
-from hp_invariants.model import Applicability, Finding, Rule
-from hp_invariants.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT
+from hp_invariants.config import Settings
+from hp_invariants.engine import Session, dead_worker_problem, parse
+from hp_invariants.limits import AnalysisTimeout, guarded, problem
+from hp_invariants.model import Applicability, FileProblem, Finding, Rule
+from hp_invariants.runner import parallel_map
 from hp_invariants.source import SourceFile, read_source_bytes
 
 MAX_ROUNDS = 10
@@ -82,22 +84,27 @@ def _non_overlapping(source: SourceFile, findings: Sequence[Finding]) -> list[Fi
 
 
 def fix_source(
+    session: Session,
     source: SourceFile,
-    rules: Sequence[Rule],
-    options: dict[str, dict[str, Any]] | None = None,
-    project: Callable[[], Any] | None = None,
+    settings: Settings,
     unsafe: bool = False,
+    rules: Sequence[Rule] | None = None,
 ) -> FixOutcome:
-    """Apply the fixes of ``rules`` to ``source`` until none applies.
+    """Apply the fixes of the findings ``check`` reports for ``source`` until none applies.
 
-    Raises ``SyntaxError`` only if the *input* does not parse; never returns text that does not
-    parse.
+    ``settings``: the file's resolved settings; ``rules``: restrict to these (a codemod for one
+    rule), default the settings' rules (never a rule the settings disable); ``unsafe``: also apply
+    fixes marked unsafe. Raises ``SyntaxError`` only if the *input* does not parse; never returns text
+    that does not parse.
     """
+    if rules is not None:
+        allowed_ids = {r.rule_id for r in settings.rules}
+        rules = [r for r in rules if r.rule_id in allowed_ids]
     current = source
-    tree = engine.parse(current)
+    tree = parse(current)
     outcome = FixOutcome(text=source.text)
     for round_number in range(MAX_ROUNDS):
-        findings = engine.analyze(current, tree, rules, options, project)
+        findings = session.findings(current, tree, settings, rules)
         if round_number == 0:
             outcome.initial = findings
         fixable = _non_overlapping(current, [f for f in findings if allowed(f, unsafe)])
@@ -107,7 +114,7 @@ def fix_source(
         new_text = current.apply_edits([e for f in fixable for e in f.fix.edits])
         candidate = SourceFile(path=source.path, text=new_text, encoding=source.encoding, bom=source.bom)
         try:
-            new_tree = engine.parse(candidate)
+            new_tree = parse(candidate)
             with warnings.catch_warnings():  # compiler warnings on the user's code are not ours to print
                 warnings.simplefilter("ignore")
                 compile(new_tree, source.path, "exec")
@@ -119,7 +126,7 @@ def fix_source(
         current, tree = candidate, new_tree
         outcome.text = new_text
     else:
-        outcome.remaining = engine.analyze(current, tree, rules, options, project)
+        outcome.remaining = session.findings(current, tree, settings, rules)
     return outcome
 
 
@@ -141,16 +148,25 @@ class FileFixResult:
     problem: Any = None
 
 
-def unified_diff(path: str, before: str, after: str) -> str:
-    """Return a unified diff of ``before`` -> ``after`` labelled with ``path``."""
-    import difflib
-    import os
+def diff_label(path: str) -> str:
+    """The path shown in a diff header: normalized (``./src/a.py`` -> ``src/a.py``), ``/``-separated,
+    so that ``git apply`` and ``patch -p1`` accept it; absolute paths stay absolute."""
+    norm = os.path.normpath(path)
+    return norm if os.path.isabs(norm) else norm.replace(os.sep, "/")
 
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """Return a unified diff of ``before`` -> ``after`` labelled with ``path``: git-style ``a/``
+    ``b/`` prefixes for relative paths (applies with ``git apply`` and ``patch -p1`` from the folder
+    the paths are relative to); an absolute path is shown as it is (``patch -p0``)."""
+    import difflib
+
+    label = diff_label(path)
+    relative = not os.path.isabs(label)
     return "".join(difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True),
-        # git-style a/ b/ prefixes for relative paths; an absolute path is shown as it is
-        fromfile=path if os.path.isabs(path) else f"a/{path}",
-        tofile=path if os.path.isabs(path) else f"b/{path}",
+        fromfile=f"a/{label}" if relative else label,
+        tofile=f"b/{label}" if relative else label,
     ))
 
 
@@ -278,39 +294,32 @@ def remove_stale_temp_files(folder: str) -> list[str]:
     return removed
 
 
-def fix_file(
-    path: str,
-    rules: Sequence[Rule],
-    options: dict[str, dict[str, Any]] | None = None,
-    project: Any = None,
-    unsafe: bool = False,
-    write: bool = True,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    max_size: int | None = DEFAULT_MAX_FILE_SIZE,
-) -> FileFixResult:
-    """Fix one file in place (``write``) or only compute the diff.
+def fix_file(session: Session, path: str, unsafe: bool = False, write: bool = True) -> FileFixResult:
+    """Fix one file in place (``write``) or only compute the diff, under its own settings.
 
     Never raises for bad input, and then never touches the file: unreadable, undecodable,
-    unparsable, too large (``max_size`` bytes) or too slow (``timeout`` seconds for all fix
-    rounds, see :func:`hp_invariants.engine.guarded`) files get ``problem`` set. A file that is
-    read-only or changed on disk while it was being fixed is not written (``skipped`` says why).
-    ``project`` is an :class:`hp_invariants.engine.Project` or ``None``.
+    unparsable, too large or too slow files (the settings' limits; the time budget covers all fix
+    rounds, see :func:`hp_invariants.limits.guarded`) get ``problem`` set. A file that is read-only
+    or changed on disk while it was being fixed is not written (``skipped`` says why).
     """
     result = FileFixResult(path=path)
+    settings = session.settings_for(path)
+    timeout = settings.timeout_per_file
     try:
-        raw, before_stat = read_source_bytes(path, max_size)
+        raw, before_stat = read_source_bytes(path, settings.max_file_size)
         source = SourceFile.from_bytes(path, raw)
-        project_fn = (lambda: project.index_for(path)) if project is not None else None
-        result.outcome = engine.guarded(
-            lambda: fix_source(source, rules, options, project_fn, unsafe=unsafe), timeout)
+        if not session.active_rules(source, settings):
+            result.outcome = FixOutcome(text=source.text)
+            return result
+        result.outcome = guarded(lambda: fix_source(session, source, settings, unsafe=unsafe), timeout)
         data = source.encode(result.outcome.text) if result.outcome.changed else raw
-    except engine.AnalysisTimeout as exc:
+    except AnalysisTimeout as exc:
         result.outcome = None
-        result.problem = engine.problem(path, exc, timeout)
+        result.problem = problem(path, exc, timeout)
         return result
     except Exception as exc:  # noqa: BLE001 - reported per file, run continues
         result.outcome = None
-        result.problem = engine.problem(path, exc)
+        result.problem = problem(path, exc)
         return result
     if result.outcome.changed:
         result.diff = unified_diff(path, source.text, result.outcome.text)
@@ -318,3 +327,24 @@ def fix_file(
             result.skipped = write_atomically(path, data, before_stat, raw)
             result.written = not result.skipped
     return result
+
+
+def run_fix(session: Session, paths: Sequence[str], jobs: int = 1, unsafe: bool = False,
+            write: bool = True) -> tuple[list[FileFixResult], list[FileProblem]]:
+    """Fix every Python file under ``paths`` (see :func:`fix_file`) with up to ``jobs`` processes
+    (:func:`hp_invariants.runner.parallel_map`); returns the per-file results in path order and the
+    problems of discovery and of the project-facts build. A worker that dies gives its files a problem."""
+    files, problems = session.discover(paths)
+    problems = list(problems) + session.prepare(files)
+    if session.project is not None and jobs > 1:
+        session.project.jobs = max(session.project.jobs, jobs)
+    results = parallel_map(lambda p: fix_file(session, p, unsafe=unsafe, write=write), files, jobs,
+                           on_dead=lambda p: FileFixResult(path=p, problem=dead_worker_problem(p)), chunk=8)
+    return results, problems
+
+
+def fix_text(session: Session, path: str, text: str, unsafe: bool = False,
+             rules: Sequence[Rule] | None = None) -> FixOutcome:
+    """:func:`fix_source` for a text that claims to be the file ``path`` (its settings apply)."""
+    source = SourceFile(path=path, text=text)
+    return fix_source(session, source, session.settings_for(path), unsafe=unsafe, rules=rules)

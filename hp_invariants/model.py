@@ -14,8 +14,12 @@ columns; :class:`hp_invariants.source.SourceFile` converts). Front ends that pri
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hp_invariants.context import FileContext
+    from hp_invariants.project import ProjectFacts
 
 
 class Applicability(str, enum.Enum):
@@ -163,16 +167,6 @@ class Option:
     help: str
 
 
-@dataclass
-class RuleConfig:
-    """Option values of one rule, with defaults filled in (read with ``cfg["name"]``)."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-
-    def __getitem__(self, name: str) -> Any:
-        return self.values[name]
-
-
 class Rule:
     """Base class of an invariant rule: one subclass per module under ``hp_invariants.rules``.
 
@@ -185,8 +179,10 @@ class Rule:
     * ``options``: the rule's :class:`Option` objects;
     * ``prefilter``: substrings of which at least one must occur in a file's text for the rule to
       run (a cheap test that skips files that cannot match); empty means always run;
-    * ``needs_project``: the rule reads the cross-file class index;
-    * ``fix_applicability``: the doc's *Fix safety* summary.
+    * ``project_facts``: a :class:`hp_invariants.project.ProjectFacts` when the rule needs facts
+      about the whole project (E9503: every class), read in ``check`` with ``ctx.project_data(self)``;
+    * ``codemod_command``: the name of the rule's libcst codemod class (default: the symbol in
+      CamelCase + ``Command``; see :mod:`hp_invariants.codemods`).
 
     The rule's module docstring is its user documentation (``docs/rules/<symbol>.md`` and
     ``hp-invariants explain`` print it).
@@ -200,7 +196,13 @@ class Rule:
     options: Sequence[Option] = ()
     prefilter: Sequence[str] = ()
     prefilter_option: str | None = None
-    needs_project: bool = False
+    project_facts: "ProjectFacts | None" = None
+    codemod_command: str = ""
+
+    @property
+    def command_name(self) -> str:
+        """The codemod class name: ``codemod_command``, else the symbol in CamelCase + ``Command``."""
+        return self.codemod_command or "".join(p.title() for p in self.symbol.split("-")) + "Command"
 
     def applies_to(self, text: str, options: dict[str, Any] | None = None) -> bool:
         """Return True when the rule's text prefilter lets ``text`` through.
@@ -214,13 +216,7 @@ class Rule:
             tokens = options[self.prefilter_option]
         return not tokens or any(token in text for token in tokens)
 
-    def check(self, ctx: "FileContextProtocol") -> Iterable[Finding]:  # pragma: no cover - abstract
-        """Yield the findings of this rule in the file of ``ctx``."""
+    def check(self, ctx: "FileContext") -> Iterable[Finding]:  # pragma: no cover - abstract
+        """Yield the findings of this rule in the file of ``ctx`` (a
+        :class:`hp_invariants.context.FileContext`)."""
         raise NotImplementedError
-
-
-class FileContextProtocol:  # pragma: no cover - typing aid only
-    """See :class:`hp_invariants.context.FileContext`."""
-
-
-Formatter = Callable[..., str]

@@ -13,14 +13,13 @@ from libcst.codemod import CodemodContext, CodemodTest
 
 from fixturelib import codemod_cases
 from hp_invariants import codemods, engine, fixer
+from hp_invariants.project import Project
 from hp_invariants.registry import get_rule
 from hp_invariants.source import SourceFile
 
 
 def _command_for(rule_symbol: str) -> type:
-    rule = get_rule(rule_symbol)
-    return next(cls for cls in (getattr(codemods, name) for name in codemods.__all__)
-                if cls.RULE_IDS == (rule.rule_id,))
+    return codemods.COMMANDS[get_rule(rule_symbol).rule_id]
 
 
 class _RuleCodemodCase(CodemodTest):
@@ -39,9 +38,8 @@ class _RuleCodemodCase(CodemodTest):
         self.assertCodemod(after, after, context_override=context, expected_skip=True)
         # and check reports nothing the command could fix any more
         source = SourceFile(path=str(case.before), text=CodemodTest.make_fixture_data(after))
-        project = engine.Project(use_cache=False)
-        findings = engine.analyze(source, engine.parse(source), [get_rule(case.rule)],
-                                  project=lambda: project.index_for(str(case.before)))
+        session = engine.session_for_rules([get_rule(case.rule)], project=Project(use_cache=False))
+        findings = session.findings(source, engine.parse(source), session.settings_for(str(case.before)))
         self.assertEqual([f for f in findings if fixer.allowed(f, unsafe=False)], [])
 
 

@@ -8,9 +8,9 @@ import os
 import textwrap
 from pathlib import Path
 
-from hp_invariants import class_index
+from hp_invariants import project as project_module
 from hp_invariants.astutil import child_nodes, walk_nodes, walk_with_parents
-from hp_invariants.class_index import ClassIndex
+from hp_invariants.rules.undefined_method_call.index import ClassIndex
 from hp_invariants.context import FileContext
 
 _SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
@@ -100,13 +100,13 @@ def _project(root: Path, count: int) -> Path:
 
 def test_project_entries_match_iter_project_files(tmp_path):
     root = _project(tmp_path / "proj", 6)
-    entries = class_index._project_entries(str(root))
-    assert [e[0] for e in entries] == list(class_index.iter_project_files(root))
-    assert [e[1] for e in entries] == [os.path.relpath(p, root) for p in class_index.iter_project_files(root)]
+    entries = project_module.project_entries(str(root))
+    assert [e[0] for e in entries] == list(project_module.iter_project_files(root))
+    assert [e[1] for e in entries] == [os.path.relpath(p, root) for p in project_module.iter_project_files(root)]
 
 
 def test_parallel_index_build_equals_serial(tmp_path):
-    root = _project(tmp_path / "proj", class_index._MIN_PARALLEL + 6)
+    root = _project(tmp_path / "proj", project_module.MIN_PARALLEL + 6)
     serial = ClassIndex.for_root(root, use_cache=False)
     parallel = ClassIndex.for_root(root, use_cache=False, jobs=2)
     assert serial.stats == parallel.stats and serial.stats["failed"] == 1

@@ -15,6 +15,7 @@ import pytest
 from fixturelib import FIXTURES, blocked_torch_env, checker_cases, codemod_cases, fixtures_without_expectations
 from hp_invariants import engine, fixer
 from hp_invariants.cli import main
+from hp_invariants.project import Project
 from hp_invariants.registry import RULES, get_rule
 from hp_invariants.source import SourceFile
 
@@ -73,8 +74,8 @@ def test_pylint_plugin_reports_the_same_findings_without_torch(tmp_path):
 
 def _fix(path: Path, unsafe: bool) -> fixer.FixOutcome:
     source = SourceFile.from_bytes(str(path), path.read_bytes())
-    project = engine.Project(use_cache=False)
-    return fixer.fix_source(source, RULES, project=lambda: project.index_for(str(path)), unsafe=unsafe)
+    session = engine.session_for_rules(RULES, project=Project(use_cache=False))
+    return fixer.fix_source(session, source, session.settings_for(str(path)), unsafe=unsafe)
 
 
 @pytest.mark.parametrize("case", CODEMOD, ids=lambda c: c.name)
@@ -100,10 +101,7 @@ def test_libcst_codemod_command_matches_fix(case):
     from hp_invariants import codemods
 
     rule = get_rule(case.rule)
-    command_cls = next(
-        getattr(codemods, name) for name in codemods.__all__
-        if getattr(codemods, name).RULE_IDS == (rule.rule_id,)
-    )
+    command_cls = codemods.COMMANDS[rule.rule_id]
     command = command_cls(CodemodContext(filename=str(case.before)))
     before = case.before.read_bytes().decode()
     result = transform_module(command, before)

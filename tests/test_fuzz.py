@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from fixturelib import FIXTURES, codemod_cases
 from hp_invariants import engine, fixer
-from hp_invariants.config import Config
+from hp_invariants.project import Project
 from hp_invariants.registry import RULES
 from hp_invariants.source import SourceFile
 
@@ -75,14 +75,13 @@ class Workspace:
         path.write_bytes(text.encode("utf-8"))
         return str(path)
 
+    def session(self) -> engine.Session:
+        """A session checking every file with every rule, its own class index, no cache."""
+        return engine.session_for_rules(RULES, project=Project(use_cache=False))
+
     def check(self, name: str, text: str) -> engine.FileResult:
         path = self.write(name, text)
-        return engine.check_source(path, text.encode("utf-8"), RULES, Config(root=self.root),
-                                   engine.Project(use_cache=False))
-
-    def project(self, path: str):
-        project = engine.Project(use_cache=False)
-        return lambda: project.index_for(path)
+        return self.session().check_bytes(path, text.encode("utf-8"))
 
 
 def parses(text: str) -> bool:
@@ -104,8 +103,8 @@ programs = st.one_of(hypothesmith.from_grammar(), hypothesmith.from_node())
 def test_check_never_raises_on_generated_programs(code: str):
     raw = code.encode("utf-8", "surrogatepass")
     with Workspace() as ws:
-        result = engine.check_source(str(ws.root / "gen.py"), raw, RULES, Config(root=ws.root),
-                                     engine.Project(use_cache=False))
+        session = ws.session()
+        result = session.check_bytes(str(ws.root / "gen.py"), raw)
         assert not internal_errors(result.problems), result.problems
         # the prefilters let few generated programs through: also run every rule unconditionally
         try:
@@ -113,17 +112,15 @@ def test_check_never_raises_on_generated_programs(code: str):
             tree = engine.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return
-        engine.guarded(lambda: engine.analyze(source, tree, RULES, {}, ws.project(str(ws.root / "gen.py")),
-                                              use_prefilter=False))
+        engine.guarded(lambda: session.analyze(source, tree, session.settings_for(str(ws.root / "gen.py"))))
 
 
 def _fix_twice(ws: Workspace, text: str, unsafe: bool) -> None:
     path = ws.write("m.py", text)
-    source = SourceFile.from_bytes(path, text.encode("utf-8"))
-    first = fixer.fix_source(source, RULES, project=ws.project(path), unsafe=unsafe)
+    session = ws.session()
+    first = fixer.fix_text(session, path, text, unsafe=unsafe)
     assert parses(first.text), first.text
-    again = fixer.fix_source(SourceFile.from_bytes(path, first.text.encode("utf-8")), RULES,
-                             project=ws.project(path), unsafe=unsafe)
+    again = fixer.fix_text(ws.session(), path, first.text, unsafe=unsafe)
     assert not again.applied and again.text == first.text, "a second fix changed the file again"
 
 

@@ -22,14 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from hp_invariants import engine, fixer
-from hp_invariants.config import Config
+from hp_invariants import engine, fixer, limits
 from hp_invariants.registry import RULES, get_rule
 from hp_invariants.source import SourceFile
 from test_cli import GATED, run_cli
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
-FIXED_GATED = fixer.fix_source(SourceFile.from_bytes("g.py", GATED.encode()), RULES).text
+FIXED_GATED = fixer.fix_text(engine.session_for_rules(RULES), "g.py", GATED).text
 E9502 = get_rule("E9502")
 
 
@@ -219,7 +218,7 @@ def test_unbounded_rule_recursion_is_one_problem(tree: Path, monkeypatch):
     (problem,) = report["problems"]  # clean.py has nothing a rule could match: not analysed at all
     assert problem["path"] == str(tree / "gated.py")
     assert problem["id"] == "F0002" and "too deeply nested" in problem["message"]
-    assert sys.getrecursionlimit() < engine.DEEP_RECURSION_LIMIT  # restored
+    assert sys.getrecursionlimit() < limits.DEEP_RECURSION_LIMIT  # restored
 
 
 def test_rule_crash_is_an_internal_error_problem(tree: Path, monkeypatch):
@@ -422,19 +421,19 @@ def test_timeout_also_stops_the_deep_stack_retry(tree: Path, monkeypatch):
 
 def test_time_budget_only_in_the_main_thread_and_leaves_other_timers_alone():
     seen = []
-    worker = threading.Thread(target=lambda: seen.append(engine.time_budget(1).__enter__()))
+    worker = threading.Thread(target=lambda: seen.append(limits.time_budget(1).__enter__()))
     worker.start()
     worker.join()
     assert seen == [False]
     signal.setitimer(signal.ITIMER_REAL, 100)
     previous = signal.signal(signal.SIGALRM, lambda *a: None)
     try:
-        with engine.time_budget(0.01) as armed:
+        with limits.time_budget(0.01) as armed:
             assert armed is False  # someone else's timer: not ours to replace
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    with engine.time_budget(5) as armed:
+    with limits.time_budget(5) as armed:
         assert armed is True
     assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
 
@@ -636,7 +635,7 @@ def test_unexpected_internal_error_exits_2_not_1(tree: Path, monkeypatch):
     def broken_run(*args, **kwargs):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(engine, "run", broken_run)
+    monkeypatch.setattr(engine, "run_check", broken_run)
     code, out, err = run_cli("check", str(tree))
     assert code == 2 and "internal error" in err and "RuntimeError: simulated bug" in err
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from hp_invariants import engine, fixer
-from hp_invariants.config import Config
 from hp_invariants.model import Applicability, Confidence
 from hp_invariants.registry import get_rule
 from hp_invariants.source import SourceFile
@@ -18,16 +17,15 @@ RULE = get_rule("E9501")
 
 def check(code: str, **options):
     """Return the E9501 findings of ``code`` (dedented), with ``options`` set on the rule."""
-    config = Config(root=Path("."), options={"E9501": options}) if options else None
-    result = engine.check_source("case.py", textwrap.dedent(code).encode(), [RULE], config)
+    session = engine.session_for_rules([RULE], {"E9501": options} if options else None)
+    result = session.check_bytes("case.py", textwrap.dedent(code).encode())
     assert result.problems == []
     return result.findings
 
 
 def fix(code: str, unsafe: bool = False) -> str:
     """Return ``code`` after applying E9501 fixes until stable."""
-    source = SourceFile.from_bytes("case.py", textwrap.dedent(code).encode())
-    return fixer.fix_source(source, [RULE], unsafe=unsafe).text
+    return fixer.fix_text(engine.session_for_rules([RULE]), "case.py", textwrap.dedent(code), unsafe=unsafe).text
 
 
 def positions(findings):
@@ -294,7 +292,7 @@ def test_two_views_reaching_one_store_get_both_fixed():
 def test_unpack_fix_keeps_crlf_and_indentation():
     code = "import torch\r\n@torch.no_grad()\r\ndef f(p, t):\r\n    a, b = t.split(2)\r\n    p._local_tensor = a\r\n"
     source = SourceFile.from_bytes("case.py", code.encode())
-    out = fixer.fix_source(source, [RULE]).text
+    out = fixer.fix_source(engine.session_for_rules([RULE]), source, engine.session_for_rules([RULE]).settings_for(source.path)).text
     assert out == code.replace("t.split(2)\r\n", "t.split(2)\r\n    a = a.detach()\r\n")
 
 
@@ -303,7 +301,7 @@ def test_unpack_at_end_of_file_without_newline():
             "        p._local_tensor = a\n        a, b = t.split(x)")
     (finding,) = check(code)  # loop-carried: the unpacked `a` reaches the store on the next turn
     source = SourceFile.from_bytes("case.py", code.encode())
-    assert fixer.fix_source(source, [RULE]).text == code + "\n        a = a.detach()"
+    assert fixer.fix_source(engine.session_for_rules([RULE]), source, engine.session_for_rules([RULE]).settings_for(source.path)).text == code + "\n        a = a.detach()"
 
 
 def test_loop_body_on_the_for_line_is_report_only():

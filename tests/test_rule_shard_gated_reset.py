@@ -6,8 +6,8 @@ import ast
 import re
 import textwrap
 
-from hp_invariants.engine import check_source
-from hp_invariants.fixer import fix_source
+from hp_invariants.engine import session_for_rules
+from hp_invariants.fixer import fix_text
 from hp_invariants.model import Applicability, Confidence
 from hp_invariants.rules.shard_gated_reset import ShardGatedReset
 from hp_invariants.source import SourceFile
@@ -17,18 +17,12 @@ RULE = ShardGatedReset()
 
 def _check(code: str, **options):
     code = textwrap.dedent(code)
-    config = None
-    if options:
-        from hp_invariants.config import Config
-        from pathlib import Path
-
-        config = Config(root=Path("."), options={"E9502": options})
-    return check_source("t.py", code.encode(), [RULE], config).findings
+    return session_for_rules([RULE], {"E9502": options} if options else None).check_bytes("t.py", code.encode()).findings
 
 
 def _fix(code: str, unsafe: bool = False, newline: str = "\n") -> str:
     code = textwrap.dedent(code).replace("\n", newline)
-    outcome = fix_source(SourceFile.from_bytes("t.py", code.encode()), [RULE], unsafe=unsafe)
+    outcome = fix_text(session_for_rules([RULE]), "t.py", code, unsafe=unsafe)
     assert not outcome.rejected
     return outcome.text
 
@@ -239,7 +233,7 @@ def test_fix_is_idempotent_and_clears_the_finding():
     assert ast.parse(once)
     assert "is_shard" not in once and "world_size > 1" not in once and "if self.ready:" in once
     assert _fix(once) == once
-    assert check_source("t.py", once.encode(), [RULE]).findings == []
+    assert session_for_rules([RULE]).check_bytes("t.py", once.encode()).findings == []
 
 
 def test_unsafe_fix_only_with_unsafe_flag():

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from hp_invariants import class_index
-from hp_invariants.class_index import ClassIndex, load_catalog, module_name
-from hp_invariants.config import Config
-from hp_invariants.engine import Project, check_source
+from hp_invariants import project as project_module
+from hp_invariants.engine import session_for_rules
+from hp_invariants.project import Project
+from hp_invariants.rules.undefined_method_call import index as class_index
+from hp_invariants.rules.undefined_method_call.index import ClassIndex, ClassIndexFacts, load_catalog, module_name
 from hp_invariants.fixer import fix_source
 from hp_invariants.model import Confidence
 from hp_invariants.rules.undefined_method_call import UndefinedMethodCall
@@ -57,9 +58,10 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
     return tmp_path
 
 
-def _check(path: Path, config: Config | None = None, cache: Path | None = None):
+def _check(path: Path, options: dict | None = None, cache: Path | None = None):
     project = Project(cache_dir=str(cache) if cache else None, use_cache=cache is not None)
-    return check_source(str(path), path.read_bytes(), [RULE], config, project)
+    return session_for_rules([RULE], {"E9503": options} if options else None, project).check_bytes(
+        str(path), path.read_bytes())
 
 
 def test_seed_message_location_confidence_and_fix(tmp_path):
@@ -108,22 +110,20 @@ def test_fix_keeps_crlf_and_is_idempotent(tmp_path):
     root = _project(tmp_path, {})
     path = root / "m.py"
     path.write_bytes(SEED.replace("\n", "\r\n").encode())
-    project = Project(use_cache=False)
+    session = session_for_rules([RULE], project=Project(use_cache=False))
     source = SourceFile.from_bytes(str(path), path.read_bytes())
-    outcome = fix_source(source, [RULE], project=lambda: project.index_for(str(path)))
+    outcome = fix_source(session, source, session.settings_for(str(path)))
     assert outcome.applied and not outcome.remaining
     assert "\n" not in outcome.text.replace("\r\n", "")
-    again = fix_source(SourceFile(str(path), outcome.text), [RULE], project=lambda: project.index_for(str(path)))
+    again = fix_source(session, SourceFile(str(path), outcome.text), session.settings_for(str(path)))
     assert not again.applied and again.text == outcome.text
 
 
 def test_options_ignored_classes_and_modules(tmp_path):
     root = _project(tmp_path, {"m.py": SEED, "modular_x.py": SEED})
-    config = Config(root=root, options={"E9503": {"unchecked-classes": ("VL",)}})
-    assert _check(root / "m.py", config).findings == []
+    assert _check(root / "m.py", {"unchecked-classes": ("VL",)}).findings == []
     assert _check(root / "modular_x.py").findings == []
-    config = Config(root=root, options={"E9503": {"unchecked-modules": ()}})
-    assert len(_check(root / "modular_x.py", config).findings) == 1
+    assert len(_check(root / "modular_x.py", {"unchecked-modules": ()}).findings) == 1
 
 
 def test_mixin_option(tmp_path):
@@ -142,17 +142,15 @@ def test_mixin_option(tmp_path):
         Impl()
         """})
     assert len(_check(root / "m.py").findings) == 1  # constructed: its own instances raise
-    config = Config(root=root, options={"E9503": {"mixin-class-names": ("Helper",)}})
-    assert _check(root / "m.py", config).findings == []
+    assert _check(root / "m.py", {"mixin-class-names": ("Helper",)}).findings == []
 
 
 def test_current_file_is_summarized_fresh(tmp_path):
     """The rule overlays the current text on the (cached) index: an edit is seen at once."""
     root = _project(tmp_path, {"m.py": SEED})
-    project = Project(use_cache=False)
     path = root / "m.py"
     fixed = SEED.replace("    def forward", "    def get_input_embeddings(self):\n        return 1\n\n    def forward")
-    result = check_source(str(path), fixed.encode(), [RULE], None, project)
+    result = session_for_rules([RULE], project=Project(use_cache=False)).check_bytes(str(path), fixed.encode())
     assert result.findings == []
 
 
@@ -199,7 +197,7 @@ def test_cache_warm_run_reads_and_detects_changes(tmp_path, monkeypatch):
     files = list(cache.iterdir())
     assert len(files) == 1 and not files[0].name.startswith(".")  # written atomically, no temp left
     calls = []
-    monkeypatch.setattr(class_index, "summarize_bytes", lambda *a: calls.append(a))
+    monkeypatch.setattr(project_module, "summarize_file", lambda *a: calls.append(a))
     warm = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
     assert warm.stats["parsed"] == 0 and calls == []
     monkeypatch.undo()
@@ -220,18 +218,18 @@ def test_corrupt_or_old_cache_is_rebuilt(tmp_path, monkeypatch):
     (cache_file,) = cache.iterdir()
     cache_file.write_bytes(b"not a pickle")
     assert ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True).stats["parsed"] == 1
-    monkeypatch.setattr(class_index, "FORMAT_VERSION", class_index.FORMAT_VERSION + 100)
+    monkeypatch.setattr(ClassIndexFacts, "version", ClassIndexFacts.version + 100)
     assert ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True).stats["parsed"] == 1
     with open(cache_file, "rb") as handle:
-        assert pickle.load(handle)["tag"].split("/")[1] == str(class_index.FORMAT_VERSION)
+        assert f"class-index:{ClassIndexFacts.version}/" in pickle.load(handle)["tag"]
 
 
 def test_default_cache_dir(monkeypatch):
     monkeypatch.setenv("HP_INVARIANTS_CACHE_DIR", "/x/y")
-    assert class_index.default_cache_dir() == "/x/y"
+    assert project_module.default_cache_dir() == "/x/y"
     monkeypatch.delenv("HP_INVARIANTS_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
-    assert class_index.default_cache_dir() == "/xdg/hp-invariants"
+    assert project_module.default_cache_dir() == "/xdg/hp-invariants"
 
 
 def test_catalog_aliases_and_registry_getattr():
@@ -248,10 +246,12 @@ def test_lint_path_does_not_import_torch(tmp_path):
     root = _project(tmp_path, {"m.py": SEED})
     code = (
         "import sys\n"
-        "from hp_invariants.engine import Project, check_source\n"
+        "from hp_invariants.engine import session_for_rules\n"
+        "from hp_invariants.project import Project\n"
         "from hp_invariants.rules.undefined_method_call import UndefinedMethodCall\n"
         f"p = {str(root / 'm.py')!r}\n"
-        "r = check_source(p, open(p, 'rb').read(), [UndefinedMethodCall()], None, Project(use_cache=False))\n"
+        "s = session_for_rules([UndefinedMethodCall()], project=Project(use_cache=False))\n"
+        "r = s.check_bytes(p, open(p, 'rb').read())\n"
         "assert len(r.findings) == 1, r\n"
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
     )

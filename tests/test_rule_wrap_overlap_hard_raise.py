@@ -19,16 +19,17 @@ FIXTURES = Path(__file__).parent / "fixtures" / RULE.symbol
 def findings(code: str, options: dict | None = None):
     """Findings of the rule on ``code`` (``options``: this rule's option values)."""
     if options is None:
-        result = engine.check_source("t.py", textwrap.dedent(code).encode(), [RULE])
+        result = engine.session_for_rules([RULE]).check_bytes("t.py", textwrap.dedent(code).encode())
         assert result.problems == []
         return result.findings
     source = SourceFile.from_bytes("t.py", textwrap.dedent(code).encode())
-    return engine.analyze(source, engine.parse(source), [RULE], {RULE.rule_id: options})
+    session = engine.session_for_rules([RULE], {RULE.rule_id: options})
+    return session.analyze(source, engine.parse(source), session.settings_for("t.py"))
 
 
 def fix(code: str, unsafe: bool = False, newline: str = "\n") -> str:
     text = textwrap.dedent(code).replace("\n", newline)
-    return fixer.fix_source(SourceFile.from_bytes("t.py", text.encode()), [RULE], unsafe=unsafe).text
+    return fixer.fix_text(engine.session_for_rules([RULE]), "t.py", text, unsafe=unsafe).text
 
 
 SEED = """
@@ -262,7 +263,7 @@ def _checker_cases():
 
 @pytest.mark.parametrize("path", list(_checker_cases()))
 def test_checker_fixture(path):
-    result = engine.check_source(str(path), path.read_bytes(), [RULE])
+    result = engine.session_for_rules([RULE]).check_bytes(str(path), path.read_bytes())
     got = [f"{f.line}:{f.col + 1} {f.symbol}" for f in result.findings]
     expected = [line for line in path.with_suffix(".txt").read_text().splitlines() if line]
     assert got == expected
@@ -280,9 +281,10 @@ def test_codemod_fixture_is_applied_until_stable_and_idempotent(path):
         expected_path = path.with_name(stem + (".unsafe.out.py" if unsafe else ".out.py"))
         if unsafe and not expected_path.exists():
             expected_path = path.with_name(stem + ".out.py")
-        outcome = fixer.fix_source(SourceFile.from_bytes(str(path), path.read_bytes()), [RULE], unsafe=unsafe)
+        session = engine.session_for_rules([RULE])
+        outcome = fixer.fix_text(session, str(path), path.read_bytes().decode(), unsafe=unsafe)
         assert outcome.text == expected_path.read_text()
-        again = fixer.fix_source(SourceFile.from_bytes(str(path), outcome.text.encode()), [RULE], unsafe=unsafe)
+        again = fixer.fix_text(session, str(path), outcome.text, unsafe=unsafe)
         assert not again.changed
 
 

@@ -1,30 +1,25 @@
-"""libcst codemods, one per rule, each a thin command over the shared detection and fixes.
+"""libcst codemods: one command per registered rule, plus ``FixAllCommand``.
 
-=====================================  =======  =====================================
-command                                rule     fix
-=====================================  =======  =====================================
-``DetachLocalTensorViewCommand``       E9501    append ``.detach()`` at the view
-``RemoveShardGateCommand``             E9502    drop the shard-degree gate
-``AddEmbeddingAccessorsCommand``       E9503    add the accessor pair
-``SkipWrappedSubmoduleCommand``        E9504    ``raise`` -> ``continue``
-``FixAllCommand``                      all      every fix
-=====================================  =======  =====================================
+Each command is derived from the registry (:func:`hp_invariants.codemods._base.command_for`; its name
+is ``Rule.codemod_command``, listed by ``hp-invariants rules``) and is a thin adapter over the one
+per-file pipeline, so it fixes exactly what ``hp-invariants check`` reports under the file's own
+configuration and suppressions.
 
 With ``modules: [hp_invariants.codemods]`` in ``.libcst.codemod.yaml``:
-``python -m libcst.tool codemod local_tensor_view_not_detached.DetachLocalTensorViewCommand --no-format PATH``;
-without a config file: ``python -m libcst.tool codemod -x hp_invariants.codemods.DetachLocalTensorViewCommand --no-format PATH``.
+``python -m libcst.tool codemod <rule module>.<Command> --no-format PATH`` (e.g.
+``shard_gated_reset.RemoveShardGateCommand``); without a config file:
+``python -m libcst.tool codemod -x hp_invariants.codemods.<Command> --no-format PATH``.
 """
 
+from hp_invariants.codemods._base import RuleCodemod, command_for
 from hp_invariants.codemods.fix_all import FixAllCommand
-from hp_invariants.codemods.local_tensor_view_not_detached import DetachLocalTensorViewCommand
-from hp_invariants.codemods.shard_gated_reset import RemoveShardGateCommand
-from hp_invariants.codemods.undefined_method_call import AddEmbeddingAccessorsCommand
-from hp_invariants.codemods.wrap_overlap_hard_raise import SkipWrappedSubmoduleCommand
+from hp_invariants.registry import RULES
 
-__all__ = [
-    "AddEmbeddingAccessorsCommand",
-    "DetachLocalTensorViewCommand",
-    "FixAllCommand",
-    "RemoveShardGateCommand",
-    "SkipWrappedSubmoduleCommand",
-]
+COMMANDS = {rule.rule_id: command_for(rule) for rule in RULES}
+"""Rule id -> codemod command class (of the rules registered when this package was imported; for
+a rule registered later, :func:`command_for`)."""
+
+globals().update({command.__name__: command for command in COMMANDS.values()})
+
+__all__ = ["COMMANDS", "FixAllCommand", "RuleCodemod", "command_for",
+           *(command.__name__ for command in COMMANDS.values())]

@@ -1,31 +1,50 @@
-"""The shared base of the codemod commands: run the rule's detection, apply its fixes.
+"""The codemod commands, derived from the registry: thin libcst adapters over the one pipeline.
 
-A codemod here is a thin :class:`libcst.codemod.CodemodCommand` over
-:func:`hp_invariants.fixer.fix_source`, so it changes exactly what ``hp-invariants check``
-reports and nothing else, and it is idempotent (a second run finds nothing to fix).
+A codemod here is a :class:`libcst.codemod.CodemodCommand` over
+:func:`hp_invariants.fixer.fix_source`, run through the same :class:`~hp_invariants.engine.Session`
+as ``hp-invariants check``: the file's own configuration (its nearest ``[tool.hp-invariants]``
+table: ``select``/``ignore``, ``per-file-ignores``, ``extend-exclude``, rule options) and its
+suppression comments apply, so it changes exactly what ``check`` reports and nothing else, and it
+is idempotent (a second run finds nothing to fix).
+
+:func:`command_for` makes one command class per rule (named by ``Rule.codemod_command``); the
+modules ``hp_invariants.codemods.<rule module>`` expose them for ``python -m libcst.tool codemod``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from typing import ClassVar, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 
 from hp_invariants import engine, fixer
+from hp_invariants.config import Resolver
 from hp_invariants.model import Rule
 from hp_invariants.registry import RULES
 from hp_invariants.source import SourceFile
 
-_PROJECT = engine.Project()
+_SESSIONS: dict[tuple[str, ...], engine.Session] = {}
+
+
+def session_for(rules: Sequence[Rule]) -> engine.Session:
+    """The session codemods share in this process (per set of known rules): per-file configuration
+    read from each file's pyproject, project facts cached as for the CLI."""
+    key = tuple(r.rule_id for r in rules)
+    if key not in _SESSIONS:
+        _SESSIONS[key] = engine.default_session(Resolver(rules))
+    return _SESSIONS[key]
 
 
 class RuleCodemod(CodemodCommand):
-    """Apply the fixes of ``RULE_IDS`` to a module (all rules when empty).
+    """Apply the fixes of the rules ``RULE_IDS`` (all rules when empty) to a module.
 
     Options: ``--unsafe-fixes`` also applies fixes marked unsafe. Raises
-    :class:`libcst.codemod.SkipFile` when nothing applies, so libcst reports the file as skipped.
+    :class:`libcst.codemod.SkipFile` when nothing applies or the file is excluded by its
+    configuration (libcst reports it as skipped), and
+    :class:`hp_invariants.config.ConfigError` for an invalid configuration.
     """
 
     RULE_IDS: ClassVar[Sequence[str]] = ()
@@ -43,14 +62,54 @@ class RuleCodemod(CodemodCommand):
     @classmethod
     def rules(cls) -> list[Rule]:
         """The rules this codemod fixes."""
-        return [r for r in RULES if not cls.RULE_IDS or r.rule_id in cls.RULE_IDS]
+        return [r for r in _registry() if not cls.RULE_IDS or r.rule_id in cls.RULE_IDS]
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        """Return ``tree`` with the rule's fixes applied (re-parsed with libcst)."""
-        path = self.context.filename or "<module>"
+        """Return ``tree`` with the fixes applied (re-parsed with libcst)."""
+        path = self.context.filename or os.path.join(os.getcwd(), "<module>.py")
+        session = session_for(_registry())
+        if session.resolver is not None and session.resolver.force_excluded(path):
+            raise SkipFile("excluded by the configuration")
+        settings = session.settings_for(path)
         source = SourceFile(path=path, text=tree.code, encoding=tree.encoding)
-        project = (lambda: _PROJECT.index_for(path)) if self.context.filename else None
-        outcome = fixer.fix_source(source, self.rules(), project=project, unsafe=self.unsafe_fixes)
+        outcome = fixer.fix_source(session, source, settings, unsafe=self.unsafe_fixes, rules=self.rules())
         if not outcome.changed:
             raise SkipFile("nothing to fix")
         return cst.parse_module(outcome.text, config=tree.config_for_parsing)
+
+
+def _registry() -> tuple[Rule, ...]:
+    """The registry's rules, read at call time (so a rule registered later is seen)."""
+    return tuple(RULES)
+
+
+_COMMANDS: dict[str, type[RuleCodemod]] = {}
+
+
+def command_for(rule: Rule) -> type[RuleCodemod]:
+    """Return the codemod command class of ``rule`` (made once per rule id), named
+    ``rule.command_name``, described by the rule's summary."""
+    found = _COMMANDS.get(rule.rule_id)
+    if found is None:
+        doc = f"Apply the fix of {rule.rule_id} {rule.symbol}: {rule.summary}."
+        found = type(rule.command_name, (RuleCodemod,), {
+            "__doc__": doc, "DESCRIPTION": doc, "RULE_IDS": (rule.rule_id,),
+            "__module__": f"hp_invariants.codemods.{type(rule).__module__.rsplit('.', 1)[-1]}",
+        })
+        _COMMANDS[rule.rule_id] = found
+    return found
+
+
+def export_commands(namespace: dict, module: str) -> list[str]:
+    """Define in ``namespace`` the command of every registered rule whose module's last name is the
+    last name of ``module`` (``hp_invariants.codemods.shard_gated_reset`` gets E9502's); returns the
+    names defined."""
+    short = module.rsplit(".", 1)[-1]
+    names = []
+    for rule in _registry():
+        rule_module = type(rule).__module__
+        if rule_module.rsplit(".", 1)[-1] == short or rule_module.endswith(f".{short}.__init__"):
+            command = command_for(rule)
+            namespace[command.__name__] = command
+            names.append(command.__name__)
+    return names

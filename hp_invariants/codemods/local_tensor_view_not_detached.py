@@ -1,14 +1,9 @@
-"""Codemod for E9501: Append .detach() where a view is bound to a DTensor's _local_tensor (E9501 local-tensor-view-not-detached).
+"""The codemod of the rule in ``hp_invariants.rules.local_tensor_view_not_detached`` (its class is derived from the registry).
 
-Run: ``python -m libcst.tool codemod local_tensor_view_not_detached.DetachLocalTensorViewCommand --no-format PATH`` with ``modules:
-[hp_invariants.codemods]`` in ``.libcst.codemod.yaml``, or ``hp-invariants fix --select E9501 PATH``.
+Run: ``python -m libcst.tool codemod local_tensor_view_not_detached.<Command> --no-format PATH`` with ``modules:
+[hp_invariants.codemods]`` in ``.libcst.codemod.yaml`` (``hp-invariants rules`` names each command).
 """
 
-from hp_invariants.codemods._base import RuleCodemod
+from hp_invariants.codemods._base import export_commands
 
-
-class DetachLocalTensorViewCommand(RuleCodemod):
-    """Append .detach() where a view is bound to a DTensor's _local_tensor (E9501 local-tensor-view-not-detached)."""
-
-    DESCRIPTION = "Append .detach() where a view is bound to a DTensor's _local_tensor (E9501 local-tensor-view-not-detached)."
-    RULE_IDS = ("E9501",)
+__all__ = export_commands(globals(), __name__)

@@ -1,14 +1,9 @@
-"""Codemod for E9502: Drop the shard-degree gate in front of reset_sharded_param()/fully_shard() (E9502 shard-gated-reset).
+"""The codemod of the rule in ``hp_invariants.rules.shard_gated_reset`` (its class is derived from the registry).
 
-Run: ``python -m libcst.tool codemod shard_gated_reset.RemoveShardGateCommand --no-format PATH`` with ``modules:
-[hp_invariants.codemods]`` in ``.libcst.codemod.yaml``, or ``hp-invariants fix --select E9502 PATH``.
+Run: ``python -m libcst.tool codemod shard_gated_reset.<Command> --no-format PATH`` with ``modules:
+[hp_invariants.codemods]`` in ``.libcst.codemod.yaml`` (``hp-invariants rules`` names each command).
 """
 
-from hp_invariants.codemods._base import RuleCodemod
+from hp_invariants.codemods._base import export_commands
 
-
-class RemoveShardGateCommand(RuleCodemod):
-    """Drop the shard-degree gate in front of reset_sharded_param()/fully_shard() (E9502 shard-gated-reset)."""
-
-    DESCRIPTION = "Drop the shard-degree gate in front of reset_sharded_param()/fully_shard() (E9502 shard-gated-reset)."
-    RULE_IDS = ("E9502",)
+__all__ = export_commands(globals(), __name__)

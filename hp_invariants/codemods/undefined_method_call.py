@@ -1,14 +1,9 @@
-"""Codemod for E9503: Add the missing transformers accessor pair a model calls (E9503 undefined-method-call).
+"""The codemod of the rule in ``hp_invariants.rules.undefined_method_call`` (its class is derived from the registry).
 
-Run: ``python -m libcst.tool codemod undefined_method_call.AddEmbeddingAccessorsCommand --no-format PATH`` with ``modules:
-[hp_invariants.codemods]`` in ``.libcst.codemod.yaml``, or ``hp-invariants fix --select E9503 PATH``.
+Run: ``python -m libcst.tool codemod undefined_method_call.<Command> --no-format PATH`` with ``modules:
+[hp_invariants.codemods]`` in ``.libcst.codemod.yaml`` (``hp-invariants rules`` names each command).
 """
 
-from hp_invariants.codemods._base import RuleCodemod
+from hp_invariants.codemods._base import export_commands
 
-
-class AddEmbeddingAccessorsCommand(RuleCodemod):
-    """Add the missing transformers accessor pair a model calls (E9503 undefined-method-call)."""
-
-    DESCRIPTION = "Add the missing transformers accessor pair a model calls (E9503 undefined-method-call)."
-    RULE_IDS = ("E9503",)
+__all__ = export_commands(globals(), __name__)

@@ -1,14 +1,9 @@
-"""Codemod for E9504: Replace the raise on an already-wrapped submodule with continue (E9504 wrap-overlap-hard-raise).
+"""The codemod of the rule in ``hp_invariants.rules.wrap_overlap_hard_raise`` (its class is derived from the registry).
 
-Run: ``python -m libcst.tool codemod wrap_overlap_hard_raise.SkipWrappedSubmoduleCommand --no-format PATH`` with ``modules:
-[hp_invariants.codemods]`` in ``.libcst.codemod.yaml``, or ``hp-invariants fix --select E9504 PATH``.
+Run: ``python -m libcst.tool codemod wrap_overlap_hard_raise.<Command> --no-format PATH`` with ``modules:
+[hp_invariants.codemods]`` in ``.libcst.codemod.yaml`` (``hp-invariants rules`` names each command).
 """
 
-from hp_invariants.codemods._base import RuleCodemod
+from hp_invariants.codemods._base import export_commands
 
-
-class SkipWrappedSubmoduleCommand(RuleCodemod):
-    """Replace the raise on an already-wrapped submodule with continue (E9504 wrap-overlap-hard-raise)."""
-
-    DESCRIPTION = "Replace the raise on an already-wrapped submodule with continue (E9504 wrap-overlap-hard-raise)."
-    RULE_IDS = ("E9504",)
+__all__ = export_commands(globals(), __name__)

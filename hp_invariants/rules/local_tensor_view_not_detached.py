@@ -244,6 +244,7 @@ class LocalTensorViewNotDetached(Rule):
 
     rule_id = "E9501"
     symbol = "local-tensor-view-not-detached"
+    codemod_command = "DetachLocalTensorViewCommand"
     summary = "An autograd view (.narrow(), slicing, ...) is bound to a DTensor's _local_tensor without .detach()"
     msg = ("'%s' view bound to '%s' without .detach(): the tensor stays an autograd view of its base, "
            "so is_leaf raises or turns False once the base is written in place in grad mode")
@@ -262,7 +263,6 @@ class LocalTensorViewNotDetached(Rule):
     )
     prefilter = ("_local_tensor",)
     prefilter_option = "local-tensor-attrs"
-    needs_project = False
 
     def check(self, ctx) -> Iterator[Finding]:
         """Yield the findings of ``ctx``'s file (see the module docstring for the shapes)."""

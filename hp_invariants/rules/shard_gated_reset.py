@@ -646,6 +646,7 @@ class ShardGatedReset(Rule):
 
     rule_id = "E9502"
     symbol = "shard-gated-reset"
+    codemod_command = "RemoveShardGateCommand"
     summary = "A must-always-run FSDP step (reset_sharded_param, fully_shard) skipped at shard degree 1"
     msg = "'%s()' runs only when shard-degree gate '%s' holds; at shard degree 1 (world size 1) it is skipped"
     description = (
@@ -664,7 +665,6 @@ class ShardGatedReset(Rule):
     )
     prefilter = ("reset_sharded_param", "fully_shard")
     prefilter_option = "unconditional-calls"
-    needs_project = False
 
     # ------------------------------------------------------------------ entry point
     def check(self, ctx):

@@ -242,6 +242,7 @@ class WrapOverlapHardRaise(Rule):
 
     rule_id = "E9504"
     symbol = "wrap-overlap-hard-raise"
+    codemod_command = "SkipWrappedSubmoduleCommand"
     summary = "A submodule walk raises when a (possibly shared) submodule is already wrapped"
     msg = (
         "Raising when submodule '%s' of '%s' is already wrapped breaks legitimately shared submodules "
@@ -260,7 +261,6 @@ class WrapOverlapHardRaise(Rule):
                "Wrapper class names for isinstance(sub, W) (regular expressions on the last name component)."),
     )
     prefilter = ("modules", "children", "cells")
-    needs_project = False
 
     # ------------------------------------------------------------------ entry point
     def check(self, ctx) -> Iterator[Finding]:

@@ -154,9 +154,10 @@ import re
 from typing import Iterable, Iterator
 
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_nodes, dotted_name, walk_nodes
-from hp_invariants.class_index import (
+from hp_invariants.rules.undefined_method_call.index import (
     CatalogEntry,
     ClassIndex,
+    ClassIndexFacts,
     ClassKey,
     Hierarchy,
     UNKNOWN,
@@ -219,8 +220,8 @@ GUARD_CALLS = frozenset({"isinstance", "issubclass", "type", "hasattr", "getattr
 class UndefinedMethodCall(Rule):
     """E9503: a call of a method that no class of the receiver's MRO defines or assigns.
 
-    Inputs: the file's tree and the project's :class:`~hp_invariants.class_index.ClassIndex`
-    (``ctx.project()``), overlaid with a fresh summary of the current tree. Output: findings at
+    Inputs: the file's tree and the project's :class:`~hp_invariants.rules.undefined_method_call.index.ClassIndex`
+    (``ctx.project_data(self)``), overlaid with a fresh summary of the current tree. Output: findings at
     the ``receiver.m`` attribute node, with a safe fix for the transformers accessor pairs.
     The invariant comes from Python's attribute lookup: a name found neither on the instance nor
     in ``type(obj).__mro__`` raises ``AttributeError``.
@@ -228,6 +229,7 @@ class UndefinedMethodCall(Rule):
 
     rule_id = "E9503"
     symbol = "undefined-method-call"
+    codemod_command = "AddEmbeddingAccessorsCommand"
     summary = "Call of a method that no class of the receiver's MRO defines (AttributeError at run time)"
     msg = "'%s' object has no attribute '%s': no class in its MRO defines or assigns it%s"
     description = (
@@ -250,14 +252,14 @@ class UndefinedMethodCall(Rule):
                "which its modular converter rewrites (renaming attributes) and which are never run."),
     )
     prefilter = ("def",)
-    needs_project = True
+    project_facts = ClassIndexFacts()
 
     # ------------------------------------------------------------------ entry point
     def check(self, ctx) -> Iterator[Finding]:
         """Yield the findings of one file (see the module docstring for the shapes)."""
         if ctx.path.endswith(".pyi") or ctx.project is None:
             return
-        index: ClassIndex = ctx.project()
+        index: ClassIndex = ctx.project_data(self)
         module, is_package = module_name(ctx.path)
         if any(re.fullmatch(p, module) for p in ctx.option(self, "unchecked-modules")):
             return

@@ -8,20 +8,17 @@ never ``ast`` nodes, so the whole installed torch package indexes in a few tens 
 :class:`ClassIndex` answers the questions of E9503: which class a qualified name denotes (a
 project class, an entry of the bundled framework catalog ``data/framework_members.json``, or
 unknown), the ancestors of a class (and whether all are known), and the project subclasses of a
-class. Summaries are cached on disk per root, keyed by each file's content hash
-(``hashlib.blake2b``), so a warm run reads instead of parsing.
+class. The summaries are E9503's :class:`~hp_invariants.project.ProjectFacts`
+(:class:`ClassIndexFacts`): the engine's :class:`~hp_invariants.project.Project` walks, parses,
+caches and builds them; nothing outside this rule knows what they hold.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import fnmatch
-import hashlib
 import json
 import os
-import pickle
-import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,7 +26,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_nodes, dotted_name, walk_nodes
-from hp_invariants.config import DEFAULT_EXCLUDES
+from hp_invariants.project import ProjectFacts, content_digest
 
 FORMAT_VERSION = 8
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
@@ -631,7 +628,7 @@ def load_catalog(path: str | None = None) -> dict[str, CatalogEntry]:
 
     Raises ``OSError``/``ValueError`` only if the installed package data is missing or corrupt.
     """
-    path = path or os.path.join(os.path.dirname(__file__), "data", "framework_members.json")
+    path = path or os.path.join(os.path.dirname(__file__), "..", "..", "data", "framework_members.json")
     with open(path, encoding="utf-8") as handle:
         data = json.load(handle)
     out: dict[str, CatalogEntry] = {}
@@ -676,7 +673,7 @@ class Hierarchy:
 class ClassIndex:
     """Summaries of every ``.py`` file of one project root, plus resolution over them.
 
-    Build with :meth:`for_root`. ``files`` are the :class:`FileSummary` objects; ``paths`` their
+    Built by :class:`ClassIndexFacts` through :class:`hp_invariants.project.Project`. ``files`` are the :class:`FileSummary` objects; ``paths`` their
     absolute paths (same order). :meth:`overlay` returns a view where one file's summary is
     replaced by a fresh one (the file being checked).
     """
@@ -700,75 +697,15 @@ class ClassIndex:
         self._patched: dict[str, set[str]] | None = None
         self.stats = {"parsed": 0, "cached": 0, "failed": 0}
 
-    # ------------------------------------------------------------------ building
     @classmethod
-    def for_root(cls, root: Path, cache_dir: str | None = None, use_cache: bool = True,
-                 jobs: int = 1) -> "ClassIndex":
-        """Index every ``.py`` file under ``root`` (default excludes skipped; bad files skipped).
+    def for_root(cls, root: Path, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> "ClassIndex":
+        """Build (or read from the cache) the index of the project ``root``: a convenience over
+        :class:`hp_invariants.project.Project` for scripts and tests; ``stats`` says what was parsed."""
+        from hp_invariants.project import Project  # noqa: PLC0415
 
-        With ``use_cache``, summaries are read from and written to one cache file per root under
-        ``cache_dir`` (default :func:`default_cache_dir`), keyed by content hash; a missing,
-        corrupt or other-version cache is rebuilt silently. Files whose size and mtime match the
-        cache are not read; others are read and hashed, and only those whose content changed are
-        parsed. With ``jobs`` > 1 (the CLI's ``-j``), the files to parse are summarized by a pool
-        of ``jobs`` forked processes (:func:`_summarize_pending`); the result is the same.
-        """
-        from hp_invariants.config import DEFAULT_MAX_FILE_SIZE  # noqa: PLC0415
-        from hp_invariants.source import read_source_bytes  # noqa: PLC0415
-        root = Path(os.path.abspath(root))
-        project_entries = _project_entries(os.fspath(root))
-        cache_file = _cache_path(root, cache_dir) if use_cache else None
-        old: dict[str, tuple] = _read_cache(cache_file, root) if cache_file else {}
-        new: dict[str, tuple] = {}
-        stats = {"parsed": 0, "cached": 0, "failed": 0}
-        # pass 1: stat, and read + hash what the cache cannot vouch for
-        slots: list[tuple[str, str, FileSummary | None]] = []  # (path, rel, summary or None: pending)
-        pending: list[tuple[int, str, bytes]] = []  # (slot, path, raw) to summarize
-        for path, rel, dir_entry in project_entries:
-            try:
-                st = dir_entry.stat()
-            except OSError:
-                stats["failed"] += 1
-                continue
-            entry = old.get(rel)
-            if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
-                new[rel] = entry
-                stats["cached"] += 1
-                slots.append((path, rel, entry[3]))
-                continue
-            try:  # non-blocking, regular files only, size-capped (a FIFO or a 50 MB file: skipped)
-                raw, _ = read_source_bytes(path, DEFAULT_MAX_FILE_SIZE)
-            except OSError:
-                stats["failed"] += 1
-                continue
-            digest = hashlib.blake2b(raw, digest_size=16).digest()
-            if entry is not None and entry[2] == digest:
-                new[rel] = (st.st_mtime_ns, st.st_size, digest, entry[3])
-                stats["cached"] += 1
-                slots.append((path, rel, entry[3]))
-                continue
-            new[rel] = (st.st_mtime_ns, st.st_size, digest, None)
-            pending.append((len(slots), path, raw))
-            slots.append((path, rel, None))
-            if jobs <= 1:  # serial: summarize now, keep no file content around
-                _finish_pending(pending, [_summarize_timed(path, raw)], slots, new, stats)
-                pending.clear()
-        # pass 2: summarize the new and changed files (in a process pool with jobs > 1)
-        if pending:
-            _finish_pending(pending, _summarize_pending(pending, jobs), slots, new, stats)
-        summaries: list[FileSummary] = []
-        kept_paths: list[str] = []
-        digests: list[bytes] = []
-        for path, rel, summary in slots:
-            if summary is not None:
-                summaries.append(summary)
-                kept_paths.append(path)
-                digests.append(new[rel][2])
-        if cache_file and (stats["parsed"] or stats["failed"] or set(new) != set(old)
-                           or any(new[k][:2] != old[k][:2] for k in new if k in old)):
-            _write_cache(cache_file, root, new)
-        index = cls(root, kept_paths, summaries, digests)
-        index.stats = stats
+        project = Project(cache_dir=cache_dir, use_cache=use_cache, jobs=jobs)
+        index = project.data_for_root(ClassIndexFacts(), Path(os.path.abspath(root)))
+        index.stats = dict(project.stats)
         return index
 
     # ------------------------------------------------------------------ views
@@ -798,7 +735,7 @@ class ClassIndex:
         i = self.file_index(path)
         if i is None or not self.digests[i]:
             return None
-        return self.files[i] if hashlib.blake2b(raw, digest_size=16).digest() == self.digests[i] else None
+        return self.files[i] if content_digest(raw) == self.digests[i] else None
 
     def file_index(self, path: str) -> int | None:
         """Return the number of ``path`` in the index, or ``None``."""
@@ -1045,187 +982,19 @@ class ClassIndex:
         return name in self._constructed
 
 
-# ---------------------------------------------------------------------- files and cache
-def iter_project_files(root: Path) -> Iterable[str]:
-    """Yield the ``.py`` files under ``root`` (sorted walk, default excludes, no symlinked dirs)."""
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not any(fnmatch.fnmatchcase(d, pat) for pat in DEFAULT_EXCLUDES))
-        for name in sorted(names):
-            if name.endswith(".py"):
-                yield os.path.join(folder, name)
+# ---------------------------------------------------------------------- the rule's project facts
+class ClassIndexFacts(ProjectFacts):
+    """E9503's declaration of project-wide facts: one :class:`FileSummary` per file, and the
+    :class:`ClassIndex` built from them (see :mod:`hp_invariants.project`)."""
 
+    key = "class-index"
+    version = FORMAT_VERSION
 
-_EXCLUDED_DIR = re.compile("|".join(fnmatch.translate(pat) for pat in DEFAULT_EXCLUDES) or "(?!)")
-"""One regex for the default excludes (what ``fnmatch.fnmatchcase`` does per pattern)."""
-
-
-def _project_entries(root: str) -> list[tuple[str, str, os.DirEntry]]:
-    """Return ``(path, path relative to root, DirEntry)`` of every file :func:`iter_project_files`
-    yields, in the same order (same rules: sorted names, default excludes, symlinked folders not
-    entered, unreadable folders skipped), from ``os.scandir`` without ``os.path.relpath``; the
-    entries' ``stat()`` is what ``os.stat(path)`` returns."""
-    out: list[tuple[str, str, os.DirEntry]] = []
-    excluded = _EXCLUDED_DIR.match
-
-    def walk(folder: str, prefix: str) -> None:
-        try:
-            with os.scandir(folder) as entries_it:
-                entries = list(entries_it)
-        except OSError:
-            return
-        dirs = []
-        files = []
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:
-                dirs.append(entry)
-            elif entry.name.endswith(".py"):
-                files.append(entry)
-        files.sort(key=lambda e: e.name)
-        out.extend((entry.path, prefix + entry.name, entry) for entry in files)
-        dirs.sort(key=lambda e: e.name)
-        for entry in dirs:
-            if excluded(entry.name):
-                continue
-            try:
-                if entry.is_symlink():
-                    continue
-            except OSError:
-                pass
-            walk(entry.path, prefix + entry.name + os.sep)
-
-    walk(root, "")
-    return out
-
-
-def summarize_bytes(path: str, raw: bytes) -> FileSummary | None:
-    """Decode, parse and :func:`summarize` one file; ``None`` for anything that cannot be read."""
-    from hp_invariants.source import SourceDecodeError, SourceFile
-
-    try:
-        text = SourceFile.from_bytes(path, raw).text
-        tree = ast.parse(text, filename=path)
+    def summarize(self, tree: ast.Module, path: str) -> FileSummary:
+        """Return the :class:`FileSummary` of the parsed file ``path``."""
         module, is_package = module_name(path)
         return summarize(tree, module, is_package)
-    except (SourceDecodeError, SyntaxError, ValueError, RecursionError, MemoryError, OSError):
-        return None
 
-
-def _summarize_timed(path: str, raw: bytes) -> FileSummary | None:
-    """:func:`summarize_bytes` under the per-file time budget of the check (``None`` past it)."""
-    from hp_invariants.config import DEFAULT_TIMEOUT  # noqa: PLC0415
-    from hp_invariants.engine import AnalysisTimeout, time_budget  # noqa: PLC0415
-
-    try:
-        with time_budget(DEFAULT_TIMEOUT):
-            return summarize_bytes(path, raw)
-    except AnalysisTimeout:
-        return None
-
-
-def _finish_pending(pending: list[tuple[int, str, bytes]], summaries: list[FileSummary | None],
-                    slots: list, new: dict[str, tuple], stats: dict[str, int]) -> None:
-    """Record the summaries of ``pending`` files in the slots, the cache entries and the stats."""
-    for (slot, path, _raw), summary in zip(pending, summaries):
-        stats["parsed"] += 1
-        if summary is None:
-            stats["failed"] += 1
-        rel = slots[slot][1]
-        new[rel] = new[rel][:3] + (summary,)
-        slots[slot] = (path, rel, summary)
-
-
-_PENDING: list[tuple[int, str, bytes]] = []
-"""The files a pool worker summarizes (set before the fork, read by index in the workers)."""
-
-_MIN_PARALLEL = 64
-"""Fewer files than this to summarize: no process pool (starting one costs more)."""
-
-
-def _summarize_chunk(bounds: tuple[int, int]) -> list[FileSummary | None]:
-    start, stop = bounds
-    return [_summarize_timed(path, raw) for _, path, raw in _PENDING[start:stop]]
-
-
-def _summarize_pending(pending: list[tuple[int, str, bytes]], jobs: int) -> list[FileSummary | None]:
-    """Summarize ``(slot, path, raw)`` items in order: serially, or with ``jobs`` > 1 in a pool of
-    forked processes that inherit ``pending`` (only summaries travel back). A pool that cannot
-    start or breaks falls back to the serial loop for what is left."""
-    out: list[FileSummary | None] = []
-    if jobs > 1 and len(pending) >= _MIN_PARALLEL and sys.platform != "win32":
-        global _PENDING  # noqa: PLW0603
-        chunk = max(8, min(64, len(pending) // (jobs * 8) or 1))
-        bounds = [(i, min(i + chunk, len(pending))) for i in range(0, len(pending), chunk)]
-        _PENDING = pending
-        try:
-            import multiprocessing  # noqa: PLC0415
-            from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
-
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-                for part in pool.map(_summarize_chunk, bounds):
-                    out.extend(part)
-        except Exception:  # noqa: BLE001 - no fork, a dead worker: finish serially
-            pass
-        finally:
-            _PENDING = []
-    for _, path, raw in pending[len(out):]:
-        out.append(_summarize_timed(path, raw))
-    return out
-
-
-def default_cache_dir() -> str:
-    """``$HP_INVARIANTS_CACHE_DIR``, else ``$XDG_CACHE_HOME/hp-invariants``, else ``~/.cache/hp-invariants``."""
-    env = os.environ.get("HP_INVARIANTS_CACHE_DIR")
-    if env:
-        return env
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = xdg if xdg else os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "hp-invariants")
-
-
-def _cache_tag() -> str:
-    from hp_invariants import __version__ as version  # noqa: PLC0415
-
-    return f"hp-invariants-class-index/{FORMAT_VERSION}/{version}/py{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-def _cache_path(root: Path, cache_dir: str | None) -> str:
-    digest = hashlib.blake2b(str(root).encode("utf-8"), digest_size=10).hexdigest()
-    return os.path.join(cache_dir or default_cache_dir(), f"class-index-{digest}.pickle")
-
-
-def _read_cache(path: str, root: Path) -> dict[str, tuple]:
-    try:
-        with open(path, "rb") as handle:
-            data = pickle.load(handle)
-        if not isinstance(data, dict) or data.get("tag") != _cache_tag() or data.get("root") != str(root):
-            return {}
-        entries = data["entries"]
-        return entries if isinstance(entries, dict) else {}
-    except Exception:  # noqa: BLE001 - missing or corrupt cache: rebuild silently
-        return {}
-
-
-def _write_cache(path: str, root: Path, entries: dict[str, tuple]) -> None:
-    import tempfile  # noqa: PLC0415 - only when the cache is written
-
-    folder = os.path.dirname(path)
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".class-index-", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump({"tag": _cache_tag(), "root": str(root), "entries": entries}, handle,
-                            protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError:
-        pass  # a read-only cache location only costs speed
+    def build(self, root: Path, paths: list[str], summaries: list[FileSummary], digests: list[bytes]) -> "ClassIndex":
+        """Return the :class:`ClassIndex` of the project ``root``."""
+        return ClassIndex(root, paths, summaries, digests)
