@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pylint.checkers import BaseRawFileChecker
@@ -82,25 +83,38 @@ class HpInvariantsChecker(BaseRawFileChecker):
             "default": DEFAULT_TIMEOUT, "type": "float", "metavar": "<seconds>",
             "help": "Per-module time budget of the hp-invariants analysis in seconds (0: no limit).",
         }),
+        ("hp-invariants-config", {
+            "default": "", "type": "string", "metavar": "<pyproject.toml>",
+            "help": "Read [tool.hp-invariants] from this file for every module (as the CLI's --config); "
+                    "default: each module's nearest pyproject.toml that has the table.",
+        }),
     )
 
     def __init__(self, linter: "PyLinter") -> None:
         super().__init__(linter)
-        self._resolver = Resolver(RULES)
-        self._session = Session(self._settings, default_project(self._resolver))
+        self._resolver: Resolver | None = None
+        self._session = Session(self._settings, default_project(_LazyResolver(self)))
+
+    def resolver(self) -> Resolver:
+        """The per-file configuration (made on first use, once pylint has read its options)."""
+        if self._resolver is None:
+            config_file = getattr(self.linter.config, "hp_invariants_config", "") or None
+            self._resolver = Resolver(RULES, config_file=Path(config_file) if config_file else None)
+        return self._resolver
 
     def _settings(self, path: str) -> Settings:
         """The file's :class:`Settings`: its own ``[tool.hp-invariants]`` configuration (the one the CLI
-        and the codemods read: ``select``/``ignore``, ``per-file-ignores``, rule options, and ``exclude``
-        under ``force-exclude``, as for files named on the command line),
+        and the codemods read: ``select``/``ignore``, ``per-file-ignores``, ``exclude``, rule options;
+        option ``hp-invariants-config`` names one pyproject for all, as the CLI's ``--config``),
         narrowed to the rules whose messages are enabled in pylint, with the rule options and the
         ``hp-invariants-timeout`` set in pylint's configuration taking precedence where they differ from
         the defaults. ``# pylint: disable`` comments are pylint's own business (it also tracks their use
         for ``useless-suppression``); ``# noqa`` ones go through the pipeline. Raises
         :class:`~hp_invariants.config.ConfigError` for an invalid ``[tool.hp-invariants]`` table."""
-        base = self._resolver.settings_for(path)
-        if self._resolver.force_excluded(path):  # pylint decides what to walk (its ignore-paths), as for
-            return replace(base, rules=())      # files named on hp-invariants' command line
+        resolver = self.resolver()
+        base = resolver.settings_for(path)
+        if resolver.config_for(path).is_excluded(path):  # pylint cannot tell us which files were named:
+            return replace(base, rules=())               # exclude applies to all, as pylint's ignore-paths
         rules = tuple(r for r in base.rules if self.linter.is_message_enabled(r.rule_id))
         options = {rule_id: dict(values) for rule_id, values in base.options.items()}
         for rule_id, values in self._pylint_options().items():
@@ -159,6 +173,19 @@ class HpInvariantsChecker(BaseRawFileChecker):
                 end_lineno=finding.end_line,
                 end_col_offset=finding.end_col,
             )
+
+
+class _LazyResolver:
+    """Stands for the checker's :class:`Resolver` before pylint has read its options."""
+
+    def __init__(self, checker: HpInvariantsChecker):
+        self._checker = checker
+
+    def is_excluded(self, path: str, given: str | None = None) -> bool:
+        return self._checker.resolver().is_excluded(path, given)
+
+    def config_for(self, path):
+        return self._checker.resolver().config_for(path)
 
 
 def _scope_at(module: "nodes.Module", line: int) -> "nodes.NodeNG":
