@@ -113,10 +113,18 @@ the class's own attribute assigned in `__init__` (`self.embed_tokens`, `self.wte
 `self.word_embeddings`, `self.tok_embeddings`, `self.embed_in`, `self.shared`; `self.lm_head`,
 `self.embed_out`; `self.decoder`, `self.model`, `self.language_model`, `self.transformer`), or one
 hop into a child model built in `__init__` from a project class that defines it
-(`self.language_model.embed_tokens`). The fix is **safe**: it only adds methods that did not
-exist, so no existing behaviour changes, and the added accessor returns the same module that the
-transformers convention expects. When no such attribute is found, or for any other method, the
-rule reports only (the right body cannot be known).
+(`self.language_model.embed_tokens`). The fix is **safe** (checked by the executable oracle in
+`tests/test_fix_oracle.py`) when the only behaviour that changes is that the calls that raised
+`AttributeError` now return the module: nothing in the file observes whether the accessors exist,
+that is no string literal names one of the added methods (`hasattr(self, "set_input_embeddings")`,
+`getattr(model, "get_input_embeddings", None)`) and no use of one sits inside a `try` whose handler
+may catch `AttributeError` (bare, `AttributeError`, `Exception`, `BaseException`, or a class that is
+not a builtin exception) or inside a `with` whose context manager sees the exception (anything but
+the grad-mode ones and `nullcontext`). Where the call sits otherwise (`if`/`elif`/`else` branches,
+ternaries, walrus bindings, loops with `else`, `try`/`finally`) does not matter. Otherwise the fix
+is **unsafe**. Code in other files that probes for the accessors (`hasattr(model, ...)` in a
+trainer) is not searched. When no such attribute is found, or for any other method, the rule
+reports only (the right body cannot be known).
 
 ## Options
 * `mixin-class-names` (regexp list, default `.*Mixin.*`): classes treated as mixins.
@@ -194,6 +202,18 @@ PURE_DECORATORS = frozenset({
     "unittest.mock.patch", "unittest.mock.patch.object", "unittest.mock.patch.dict",
 })
 """Well-known class decorators that add no member E9503 could miss (others may: not checked)."""
+#: Context managers that only set and restore the grad mode (or do nothing): they never see or
+#: swallow an exception.
+TRANSPARENT_CMS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "nullcontext"})
+
+
+def _builtin_exception(name: str) -> bool:
+    import builtins  # noqa: PLC0415
+
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
 GUARD_CALLS = frozenset({"isinstance", "issubclass", "type", "hasattr", "getattr", "callable"})
 
 
@@ -571,9 +591,46 @@ class _State:
         else:  # __init__ ends the file without a final newline
             position = (end, len(src.line_text(end)))
             text = nl + text.rstrip("\r\n")
+        added = [name for name in (getter, setter) if name not in hier.members]
+        applicability = Applicability.UNSAFE if self.existence_observed(added) else Applicability.SAFE
         return self.ctx.make_fix([Edit(position, position, text)],
                                  f"add {' and '.join(c.split('(')[0].split()[-1] for c in chunks)} "
-                                 f"returning self.{path}", Applicability.SAFE)
+                                 f"returning self.{path}", applicability)
+
+    def existence_observed(self, names: list[str]) -> bool:
+        """True when code of this file may behave differently once methods ``names`` exist, beyond
+        the calls that raise today (fix applicability): a string literal naming one (``hasattr(self,
+        "set_input_embeddings")``, ``getattr(m, "get_input_embeddings", None)``), or a use of one
+        inside a ``try`` whose handler may catch ``AttributeError`` or inside a ``with`` whose context
+        manager sees the exception (anything but the grad-mode ones). Other files are not searched.
+        """
+        wanted = set(names)
+        for node in self.ctx.nodes_of(ast.Constant):
+            if isinstance(node.value, str) and node.value in wanted:
+                return True
+        for node in self.ctx.nodes_of(ast.Attribute):
+            if node.attr in wanted and self._exception_observed(node):
+                return True
+        return False
+
+    def _exception_observed(self, node: ast.AST) -> bool:
+        """True when an ``AttributeError`` raised at ``node`` may be seen before leaving its function."""
+        child = node
+        for anc in self.ctx.ancestors(node):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return False
+            if isinstance(anc, ast.Try) and any(child is stmt for stmt in anc.body):
+                for handler in anc.handlers:
+                    names = _handler_names(handler.type) if handler.type is not None else {"BaseException"}
+                    if CATCHING & names or any(not _builtin_exception(n) for n in names):
+                        return True
+            if isinstance(anc, (ast.With, ast.AsyncWith)) and any(child is stmt for stmt in anc.body):
+                if not all(isinstance(item.context_expr, ast.Call)
+                           and (dotted_name(item.context_expr.func) or "").rsplit(".", 1)[-1] in TRANSPARENT_CMS
+                           for item in anc.items):
+                    return True
+            child = anc
+        return False
 
     def accessor_target(self, kind: str, init: ast.FunctionDef) -> str | None:
         """The attribute path an accessor of ``kind`` should return, found in ``__init__``."""
