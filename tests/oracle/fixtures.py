@@ -34,7 +34,8 @@ from oracle.runtime import Func, Outcome, Tensor, Trace, fmt, run_program
 
 QUANTITY = re.compile(
     r"world_size|ws|(dp|fsdp|shard|dp_shard|data_parallel)_world_size|get_(dp_|fsdp_|shard_|data_parallel_)?"
-    r"world_size|(dp_)?shard(_mesh)?_(size|degree)|dp_shard|(num|n)_shards|fsdp_(size|degree)|data_parallel_shard_degree")
+    r"world_size|(dp_)?shard(_mesh)?_(size|degree)|dp_shard|(num|n)_shards|fsdp_(size|degree)|data_parallel_shard_degree"
+    r"|(dp|dp_shard|fsdp|shard|data_parallel)_mesh\.size")
 MARKER = re.compile(r"_is_wrapped|_.*wrapped.*")
 TENSOR_PARAM = re.compile(r"t|x|.*tensor.*|weight|data")
 WALKS = {"modules": "module", "children": "module", "cells": "module", "named_modules": "pair",
@@ -98,6 +99,8 @@ class WorldStub:
         if method in QUERIES:  # side-effect-free queries (as the rules model them): not recorded
             items = [WorldStub(world, f"{receiver}.{method}()[{i}]") for i in range(2)]
             return [(f"k{i}", item) for i, item in enumerate(items)] if method in PAIR_QUERIES else items
+        if QUANTITY.fullmatch(method) or QUANTITY.fullmatch(f"{receiver.rpartition('.')[2]}.{method}"):
+            return world.degree  # degree queries (a data-parallel mesh's size too) are side-effect free
         world.trace.add("call", self._name, fmt(args), fmt(kwargs))
         if method in WALKS:
             root = self._parent if self._parent is not None else WorldStub(world, receiver)
@@ -108,8 +111,6 @@ class WorldStub:
             if WALKS[method] == "dict":
                 return {f"sub{i}": sub for i, sub in enumerate(subs)}
             return items
-        if QUANTITY.fullmatch(method) or QUANTITY.fullmatch(f"{receiver.rpartition('.')[2]}.{method}"):
-            return world.degree
         if method in VIEW_METHODS:
             return Tensor(world.trace, base=Tensor(world.trace))
         if method in SEQ_METHODS:
