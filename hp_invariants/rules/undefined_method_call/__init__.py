@@ -1,14 +1,29 @@
 r"""# E9503 undefined-method-call
 
 ## What it does
-Flags a method call whose receiver's class is known precisely and where no class of that
-receiver's MRO defines the method and no assignment in the hierarchy creates it:
+Flags an attribute used as a method of an object whose class is known, where no class of that
+object's MRO provides it and nothing assigns it:
 
 * `self.m(...)` and `cls.m(...)` inside a class's methods, and `super().m(...)`;
+* method references that are not calls: `partial(self.m, ...)`, `self.apply(self.m)`, hooks
+  (`register_forward_hook(self.m)`, any `register_*hook`/`add_*hook` callee), callables given
+  to `map`/`filter`/`submit`/`checkpoint`/`register`, keyword arguments `target=`, `hook=`,
+  `fn=`, `func=`, `callback=`, `key=`; and `getattr(self, "m")` with a constant name and no
+  default;
 * `self.child.m(...)` where `self.child` is assigned only in `__init__`, only from the constructor
   of one project class (`self.language_model = TextModel(config)`);
 * `p.m(...)` where the parameter `p` is annotated with a project class (confidence INFERENCE,
-  since a subclass instance may be passed: a subclass that defines `m` silences it).
+  since a subclass instance may be passed: a subclass that defines `m` silences it), including
+  the annotated first parameter of a `@staticmethod` or module function (a forward
+  monkey-patched onto the class: `def forward(self: LlamaModel, ...)`); not when the function
+  inspects the parameter's type (`if not isinstance(p, C): raise` narrows `p` to `C`);
+* `model.m(...)` after `model = DDP(model)` (a local bound once to `DistributedDataParallel` or
+  `DataParallel`): the wrapper provides its catalogued members and `.module`, not the wrapped
+  model's methods.
+
+A function in a class body whose unannotated first parameter is not named `self`/`cls` (without
+`@staticmethod`, called through the class: `Cls.f(x)`) is not a method: its parameter is not the
+instance.
 
 Ancestors are resolved across the files of the project (the nearest folder holding
 `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`), and framework bases come from a bundled
@@ -21,7 +36,14 @@ A name counts as defined when the class or an ancestor has a method, property, s
 classmethod, a class attribute or nested class of that name, or assigns it: `self.m = ...`,
 `cls.m = ...`, `setattr(self, "m", ...)`, `self.add_module("m", ...)`,
 `register_module`/`register_buffer`/`register_parameter`, `object.__setattr__(self, "m", ...)`,
-or `Cls.m = ...` anywhere in the project.
+or `Cls.m = ...` anywhere in the project; or when the project stores that name on a receiver
+that may be an instance of the class: a framework walk setting `module.m = fn` on submodules, a
+connector's `callback.log = model.log`, a helper's `encoder.model = model` on its parameter,
+`self.child.m = ...`. A receiver counts unless it is bound to an unrelated class (every binding
+of the name in that file is a constructor call or an annotation of such a class; `self.child`
+built in `__init__` by one constructor). Methods that out-of-tree device backends install on
+`torch.nn.Module`/`torch.Tensor` (`npu()`, `mlu()`, `musa()`, ...; option
+`device-backend-methods`) count as defined there.
 
 No message when:
 
@@ -39,14 +61,31 @@ No message when:
   names onto its parameter. A decorator of the same file that assigns `cls.added = ...` adds
   `added` as a member, and the class stays checked for every other name; a project decorator that
   assigns nothing (a registry) keeps the class checked;
-* the class is *mixin-like* and a project subclass defines or assigns `m` (the template-method
-  pattern), or it has no project subclass at all, or a subclass that is itself a never-constructed
-  leaf (such classes are combined with other bases outside the project: unittest fixture mixins
-  joined with `TestCase` in a test folder, classes built with `type(...)`, bases for library users). Mixin-like means: its name matches `mixin-class-names` (default `.*Mixin.*`), or it
-  is abstract (an `ABC`/`ABCMeta` base or an `@abstractmethod`), or its name is never called as
-  a constructor anywhere in the project (`Name(...)`, `mod.Name(...)`, or a factory classmethod
-  such as `Name.from_pretrained(...)`/`Name._from_config(...)`). A class that is
-  instantiated somewhere is concrete: its own instances would raise;
+* the class is *open* and a project subclass defines or assigns `m` (the template-method
+  pattern), or it has no project subclass at all, or only leaf subclasses that are themselves
+  open (combined with other bases outside the project). Open means:
+  * its name matches `mixin-class-names` (default `.*Mixin.*`); or
+  * it is abstract: it lists `ABC`/`ABCMeta` itself, or an `@abstractmethod` of its MRO is not
+    implemented in it (a concrete subclass of an ABC that implements every abstract method is
+    *not* open); or
+  * nobody instantiates it, and either it has project subclasses (a base: its subclasses are what
+    is built) or it is *combinable*: test code (a folder `test`/`tests`/`testing`/`*_tests`, a
+    file `test_*.py`/`*_test.py`/`conftest.py`, or a `unittest.TestCase` descendant: fixture
+    mixins joined with `TestCase` or device bases by the test framework), or a plain class whose
+    only framework ancestors are `object`, `ABC`, `Generic`, `Protocol`.
+
+  *Instantiated* is decided per class, not per name: a call `Name(...)`, `mod.Name(...)` or a
+  factory classmethod (`Name.from_pretrained(...)`, `Name._from_config(...)`) resolved through
+  the imports to this very class (another class of the same simple name does not count), or the
+  class passed on as a value where instances are made from it: a branch of a conditional
+  expression (`X = A if c else B; X()`), a returned value (a factory function), a registry entry
+  (`{"a": A}`, `[A, B]`, `register(A)`), an alias that is then called, or a project class
+  decorator (a registry). Test code that constructs a library class (unit tests build mixins bare)
+  does not count, and for test classes only calls count (test frameworks hand test classes to
+  functions that combine them with more bases). A class reaching a complete framework base
+  (`nn.Module`, a `Dataset`) that nobody references is still checked: it is built through a
+  string lookup or a registry the index cannot see. A class that is instantiated is concrete:
+  its own instances would raise;
 * for `super().m(...)`: a project subclass mixes in another base that defines `m` (cooperative
   multiple inheritance), or the class is mixin-like by name;
 * the call's line carries `# type: ignore` (the author told the type checker the attribute is
@@ -124,6 +163,10 @@ rule reports only (the right body cannot be known).
   `add_metaclass`, `with_metaclass`, `s`, `attrs`, `define`, `frozen`, `mutable`,
   `make_lazy_class`, `inherit_fields_from`, `use_kernelized_func`): class decorators that may add
   members; classes carrying one (or inheriting from one that does) are not checked.
+* `device-backend-methods` (list, default `npu`, `mlu`, `musa`, `hpu`, `dipu`, `gcu`, `sdaa`,
+  `maca`): methods that out-of-tree device backends install on `torch.nn.Module` and
+  `torch.Tensor` (`torch.utils.generate_methods_for_privateuse1_backend`); calls of them on such
+  classes (`super().npu()` in an override) are not reported.
 * `unchecked-classes` (regexp list, default empty): qualified or simple class names never checked
   (named so as not to clash with pylint's own `ignored-classes`).
 * `unchecked-modules` (regexp list, default `(.*\.)?modular_[^.]*`): dotted module names never
@@ -203,6 +246,10 @@ NEUTRAL_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic", "typi
 BACKEND_TARGETS = frozenset({"torch.nn.modules.module.Module", "torch.Tensor", "torch._C.TensorBase"})
 """Classes onto which ``torch.utils.generate_methods_for_privateuse1_backend`` (and out-of-tree
 device backends: torch_npu, torch_mlu, torch_musa, ...) install a ``<device>()`` method."""
+WRAPPERS = frozenset({"torch.nn.parallel.distributed.DistributedDataParallel",
+                      "torch.nn.parallel.data_parallel.DataParallel"})
+"""Framework wrappers a script rebinds a model to (``model = DDP(model)``): their instances have
+the catalogued members and the registered ``module`` only (no forwarding ``__getattr__``)."""
 CALLABLE_TAKERS = frozenset({"partial", "partialmethod", "apply", "map", "filter", "starmap", "submit",
                              "checkpoint", "register", "add_done_callback", "call_soon", "run_in_executor"})
 """Callees whose positional arguments are callables: ``partial(self.m, ...)``, ``self.apply(self.m)``."""
@@ -275,6 +322,7 @@ class UndefinedMethodCall(Rule):
             if view.summary((file_no, qual)) is not None:
                 yield from state.check_class((file_no, qual), class_node)
         yield from state.check_annotated(functions)
+        yield from state.check_wrapped(functions)
 
 
 class _State:
@@ -601,6 +649,45 @@ class _State:
                     continue
                 yield self.report(call.func, key[1].rsplit(".", 1)[-1], name, hier.members, Confidence.INFERENCE)
 
+    # ------------------------------------------------------------------ locals bound to framework wrappers
+    def check_wrapped(self, functions: list) -> Iterator[Finding]:
+        """``model = DDP(model)`` (a local bound once to a framework wrapper of :data:`WRAPPERS`),
+        then ``model.m()`` after it where the wrapper's class has no ``m``: DDP forwards
+        ``.module``, not arbitrary methods (its catalog entry lists what it provides)."""
+        text = self.ctx.source.text
+        if not any(w.rsplit(".", 1)[-1] in text for w in WRAPPERS):
+            return
+        for func in functions:
+            bound: dict[str, tuple[CatalogEntry, int]] = {}
+            stores: dict[str, int] = {}
+            for node in _walk_function(func):
+                kind = node.__class__
+                if kind is ast.Name and node.ctx.__class__ is not ast.Load:
+                    stores[node.id] = stores.get(node.id, 0) + 1
+                elif kind is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name \
+                        and node.value.__class__ is ast.Call:
+                    entry = self.view.resolve(qualify(node.value.func, self.imports), self.file_no)
+                    if isinstance(entry, CatalogEntry) and entry.qualname in WRAPPERS and not entry.dynamic:
+                        bound[node.targets[0].id] = (entry, node.end_lineno or node.lineno)
+            bound = {n: v for n, v in bound.items() if stores.get(n) == 1}
+            if not bound:
+                continue
+            known = self.scans.get(func)
+            scan = known.top if known is not None else _Scan(func, None)
+            for call in scan.calls:
+                value = call.func.value  # type: ignore[attr-defined]
+                if value.__class__ is not ast.Name or value.id not in bound:
+                    continue
+                entry, after = bound[value.id]
+                name = call.func.attr  # type: ignore[attr-defined]
+                if call.lineno <= after or name in entry.members or name.startswith("__") and name.endswith("__"):
+                    continue
+                if self.type_ignored(call.func) or self.guarded(call, func, value.id, name, scan.guards):
+                    continue
+                if self.view.stored_on_catalog(entry, name):
+                    continue
+                yield self.report(call.func, entry.qualname.rsplit(".", 1)[-1], name, entry.members, Confidence.HIGH)
+
     # ------------------------------------------------------------------ the accessor fix
     def accessor_fix(self, key: ClassKey, hier: Hierarchy, class_node: ast.ClassDef, name: str):
         """The safe fix inserting a transformers accessor pair after ``__init__``, or ``None``."""
@@ -829,6 +916,26 @@ class _Scan:
                     extend([v for v in value if v is not None] if name in _HOLEY else value)
                 else:
                     push(value)
+
+
+def _walk_function(func: ast.AST) -> list[ast.AST]:
+    """The nodes of a function outside nested functions, lambdas and classes."""
+    out = child_nodes(func)
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        if node.__class__ in _FUNCTION_KINDS or node.__class__ is ast.ClassDef:
+            continue
+        for name in _CHILD_FIELDS[node.__class__]:
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if value.__class__ is list:
+                out.extend([v for v in value if v is not None] if name in _HOLEY else value)
+            else:
+                out.append(value)
+    return out
 
 
 def _uses(scan: _Scan) -> Iterator[tuple[ast.Attribute, ast.AST]]:

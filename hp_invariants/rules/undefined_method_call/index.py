@@ -1143,6 +1143,14 @@ class ClassIndex:
         self._possible_memo[key] = out
         return out
 
+    def stored_on_catalog(self, entry: CatalogEntry, name: str) -> bool:
+        """True when some file stores ``name`` on a receiver of unknown class or of class ``entry``."""
+        self.stored((-1, ""), "")  # builds the table
+        for i, owner in (self._stores or {}).get(name, ()):
+            if not owner or self.resolve(owner, i) in (None, entry):
+                return True
+        return False
+
     def is_test(self, i: int) -> bool:
         """True when file ``i`` is test code: a folder under the project root named ``test``,
         ``tests``, ``testing``, ``unittests``, ``*_tests`` or ``test_*``, or a file named
