@@ -367,8 +367,8 @@ def test_slow_file_is_skipped_after_the_time_budget(tree: Path, monkeypatch, swa
     assert code == 2
     problem = assert_only_problem(report, tree / "slow.py", "F0003", "time budget of 0.3 s")
     assert "timeout-per-file" in problem["hint"]
-    assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)  # handler restored
-    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    assert signal.getsignal(signal.SIGPROF) in (signal.SIG_DFL, None)  # handler restored
+    assert signal.getitimer(signal.ITIMER_PROF)[0] == 0
 
 
 def test_slow_file_in_parallel_workers(tree: Path, monkeypatch):
@@ -392,9 +392,16 @@ def test_slow_file_is_left_untouched_by_fix(tree: Path, monkeypatch):
     assert (tree / "gated.py").read_text() == FIXED_GATED
 
 
+def _spin(seconds: float) -> None:
+    """Burn ``seconds`` of this thread's CPU time (pure Python, like a slow rule)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        sum(range(1000))
+
+
 def test_timeout_zero_disables_the_budget(tree: Path, monkeypatch):
     def dawdle(rule, ctx):
-        time.sleep(0.2)
+        _spin(0.2)
         return []
 
     monkeypatch.setattr(type(E9502), "check", dawdle)
@@ -425,17 +432,191 @@ def test_time_budget_only_in_the_main_thread_and_leaves_other_timers_alone():
     worker.start()
     worker.join()
     assert seen == [False]
-    signal.setitimer(signal.ITIMER_REAL, 100)
-    previous = signal.signal(signal.SIGALRM, lambda *a: None)
+    # someone else's CPU-time timer (a sampling profiler, say): not ours to replace
+    signal.setitimer(signal.ITIMER_PROF, 100)
+    previous = signal.signal(signal.SIGPROF, lambda *a: None)
     try:
         with limits.time_budget(0.01) as armed:
-            assert armed is False  # someone else's timer: not ours to replace
+            assert armed is False
+        assert signal.getitimer(signal.ITIMER_PROF)[0] > 99
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+    # wall-clock and virtual timers are someone else's business: armed beside them, left untouched
+    alarm = signal.signal(signal.SIGALRM, lambda *a: None)
+    signal.setitimer(signal.ITIMER_REAL, 100)
+    signal.setitimer(signal.ITIMER_VIRTUAL, 100)
+    try:
+        with limits.time_budget(5) as armed:
+            assert armed is True
+            assert signal.getitimer(signal.ITIMER_PROF)[0] == 0  # the budget arms no interval timer
+        assert signal.getitimer(signal.ITIMER_REAL)[0] > 99
+        assert signal.getitimer(signal.ITIMER_VIRTUAL)[0] > 99
+        assert signal.getitimer(signal.ITIMER_PROF)[0] == 0
+        assert signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL  # not touched either
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    with limits.time_budget(5) as armed:
-        assert armed is True
-    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGALRM, alarm)
+
+
+def test_previous_sigprof_handler_is_restored():
+    def mine(signum, frame):
+        pass
+
+    previous = signal.signal(signal.SIGPROF, mine)
+    try:
+        with limits.time_budget(5) as armed:
+            assert armed is True and signal.getsignal(signal.SIGPROF) is not mine
+        assert signal.getsignal(signal.SIGPROF) is mine
+        with pytest.raises(limits.AnalysisTimeout):
+            with limits.time_budget(0.05):
+                _spin(5)
+        assert signal.getsignal(signal.SIGPROF) is mine
+    finally:
+        signal.signal(signal.SIGPROF, previous)
+
+
+def _wait_on(name: str, how: str):
+    """A rule check that only waits, without using the CPU, on files called ``name``."""
+
+    def check(rule, ctx):
+        if os.path.basename(ctx.path) == name:
+            if how == "sleep":
+                time.sleep(1.0)
+            else:  # blocked on a lock that another thread holds for a second
+                lock = threading.Lock()
+                lock.acquire()
+                threading.Timer(1.0, lock.release).start()
+                lock.acquire()
+                lock.release()
+        return []
+
+    return check
+
+
+@pytest.mark.parametrize("how", ["sleep", "blocked"])
+def test_a_file_that_only_waits_is_not_timed_out_but_a_spinning_one_is(tree: Path, monkeypatch, how: str):
+    """The budget is CPU time: 1 s of waiting under a 0.3 s budget is no timeout; 0.3 s of work is."""
+    (tree / "waits.py").write_text(GATED)
+    (tree / "spins.py").write_text(GATED)
+    original = type(E9502).check
+    wait, spin = _wait_on("waits.py", how), _slow_on("spins.py")
+    monkeypatch.setattr(type(E9502), "check",
+                        lambda rule, ctx: wait(rule, ctx) or spin(rule, ctx) or original(rule, ctx))
+    start = time.monotonic()
+    code, report, _ = check_json("--timeout-per-file", "0.3", str(tree))
+    assert time.monotonic() - start >= 1.0  # it really waited
+    assert code == 2
+    assert [(Path(p["path"]).name, p["id"]) for p in report["problems"]] == [("spins.py", "F0003")]
+    assert sorted(Path(f["path"]).name for f in report["findings"]) == ["gated.py", "waits.py"]
+
+
+class _CountingPool:
+    """Wraps ``ProcessPoolExecutor``: records the worker count asked for and the processes started."""
+
+    asked: list[int] = []
+    started: list[int] = []
+
+    def __init__(self, real):
+        self.real = real
+
+    def __call__(self, *args, **kwargs):
+        pool = self.real(*args, **kwargs)
+        _CountingPool.asked.append(kwargs.get("max_workers", args[0] if args else None))
+        real_shutdown = pool.shutdown
+
+        def shutdown(*a, **k):
+            _CountingPool.started.append(len(getattr(pool, "_processes", None) or {}))
+            return real_shutdown(*a, **k)
+
+        pool.shutdown = shutdown
+        return pool
+
+
+def _record_worker_pids(log: Path):
+    """A rule check that appends the pid of the process analysing each file to ``log``."""
+    original = type(E9502).check
+
+    def check(rule, ctx):
+        with open(log, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        return original(rule, ctx)
+
+    return check
+
+
+def test_jobs_far_above_the_core_count_starts_at_most_one_process_per_core(tmp_path: Path, monkeypatch):
+    """Issue 12 item 4: ``check -j 1000`` on many files: at most one worker per usable core, a note
+    on stderr, every file checked, no F0003."""
+    import concurrent.futures
+
+    from hp_invariants import runner
+
+    (tmp_path / "pyproject.toml").write_text("")
+    n = 120
+    for i in range(n):
+        (tmp_path / f"m{i:03d}.py").write_text(f"# file {i}\n{GATED}")
+    log = tmp_path.parent / f"{tmp_path.name}-pids.txt"
+    monkeypatch.setattr(type(E9502), "check", _record_worker_pids(log))
+    _CountingPool.asked, _CountingPool.started = [], []
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor",
+                        _CountingPool(concurrent.futures.ProcessPoolExecutor))
+    cores = runner.usable_cores()
+    code, out, err = run_cli("check", "--no-cache", "--format", "json", "-j", "1000", str(tmp_path))
+    report = json.loads(out)
+    assert code == 1, err
+    assert report["problems"] == []  # no false analysis-timeout (nor anything else)
+    assert len(report["findings"]) == n
+    assert f"-j 1000 lowered to {cores}" in err
+    pids = set(log.read_text().split())
+    assert os.getpid() not in {int(p) for p in pids} or cores == 1
+    assert len(pids) <= cores
+    if cores > 1:
+        assert _CountingPool.asked and max(_CountingPool.asked) <= cores
+        assert max(_CountingPool.started) <= cores
+
+
+def test_contention_never_produces_a_timeout(tmp_path: Path, monkeypatch):
+    """Four times more workers than cores, each file 0.15 s of CPU under a 0.5 s budget: a file may
+    wait well over 0.5 s of wall time for a core, but its CPU time stays far below the budget."""
+    from hp_invariants import runner
+
+    (tmp_path / "pyproject.toml").write_text("")
+    cores = runner.usable_cores()
+    workers = 4 * cores
+    for i in range(2 * workers):
+        (tmp_path / f"m{i:03d}.py").write_text(GATED)
+    original = type(E9502).check
+
+    def busy(rule, ctx):
+        _spin(0.15)
+        return original(rule, ctx)
+
+    monkeypatch.setattr(type(E9502), "check", busy)
+    monkeypatch.setattr(runner, "usable_cores", lambda: workers)  # let -j overcommit the machine
+    start = time.monotonic()
+    code, report, _ = check_json("-j", str(workers), "--timeout-per-file", "0.5", str(tmp_path))
+    wall = time.monotonic() - start
+    assert report["problems"] == [], f"{wall:.1f} s wall"
+    assert code == 1 and len(report["findings"]) == 2 * workers
+
+
+def test_waiting_in_the_deep_stack_retry_is_not_counted(tree: Path, monkeypatch):
+    """The deep-stack thread's budget is that thread's CPU time, not the time its join takes."""
+    def deep_then_wait(rule, ctx):
+        def down(n):
+            if n == 0:
+                time.sleep(1.0)
+                return 0
+            return 1 + down(n - 1)
+
+        down(5000)  # over the default recursion limit: retried on the deep stack
+        return []
+
+    monkeypatch.setattr(type(E9502), "check", deep_then_wait)
+    code, report, _ = check_json("--timeout-per-file", "0.3", str(tree / "gated.py"))
+    assert code == 0 and report["problems"] == []
 
 
 # ---------------------------------------------------------------------- safe writes
@@ -660,8 +841,8 @@ _original = _rule_type.check
 
 def _check(rule, ctx):
     if os.path.basename(ctx.path).startswith("slow"):
-        while True:
-            time.sleep(0.01)
+        while True:  # busy: the budget counts CPU time
+            sum(range(1000))
     if os.path.basename(ctx.path).startswith("crash"):
         raise KeyError("simulated rule bug")
     return _original(rule, ctx)
