@@ -334,7 +334,7 @@ def test_file_name_with_undecodable_bytes_is_printed(tmp_path: Path):
                           capture_output=True, env=env, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert b"Traceback" not in proc.stderr
-    assert b"E0001 syntax-error" in proc.stdout and b"bad\\udcff.py" in proc.stdout
+    assert b"E0001 syntax-error" in proc.stdout and b"bad\\xff.py" in proc.stdout  # more: tests/test_output.py
 
 
 # ---------------------------------------------------------------------- the time budget
