@@ -8,7 +8,9 @@ parsing and analysis errors become one :class:`~hp_invariants.model.FileProblem`
 * ``F0001 fatal``: the file cannot be read (missing, unreadable, a folder, a FIFO, a symlink loop);
 * ``F0002 analysis-error``: a rule raised, or the file is too deeply nested even for the deep stack;
 * ``F0003 analysis-timeout``: the per-file time budget (``timeout-per-file``) ran out;
-* ``F0004 file-too-large``: the file is over ``max-file-size`` and was not read.
+* ``F0004 file-too-large``: the file is over ``max-file-size`` and was not read;
+* ``F0005 needs-newer-python``: the file's syntax is valid only in a later Python than the running
+  one (``type X = int`` under 3.11; see :mod:`hp_invariants.newsyntax`), so it was not checked.
 
 :func:`guarded` runs the per-file work: under a budget of CPU time (:func:`time_budget`: a
 watchdog reads the main thread's CPU clock and signals it with ``SIGPROF``; main thread only;
@@ -30,6 +32,7 @@ import time
 from typing import Any, Callable, Iterator, TypeVar
 
 from hp_invariants.model import FileProblem
+from hp_invariants.newsyntax import NewerSyntaxError
 from hp_invariants.source import FileTooLargeError, SourceDecodeError
 
 T = TypeVar("T")
@@ -328,6 +331,10 @@ def problem(path: str, exc: BaseException, timeout: float | None = None) -> File
     if isinstance(exc, FileTooLargeError):
         return FileProblem("F0004", "file-too-large", path, 1, 0, f"not checked: {exc.strerror}",
                            "exclude it (generated code?) or raise --max-file-size / max-file-size")
+    if isinstance(exc, NewerSyntaxError):
+        return FileProblem("F0005", "needs-newer-python", path, exc.lineno or 1, max((exc.offset or 1) - 1, 0),
+                           exc.msg, "the file was not checked (it is not a syntax error); "
+                                    "exclude it if this Python must stay")
     if isinstance(exc, SyntaxError):
         line = exc.lineno or 1
         col = max((exc.offset or 1) - 1, 0)
