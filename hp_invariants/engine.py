@@ -239,11 +239,11 @@ def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResul
     return result
 
 
-def default_session(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> Session:
-    """A :class:`Session` over ``resolver`` with a :class:`Project` whose walk honours the check's
-    excludes (patterns that match the project root itself or its parents do not count, so a project
-    inside an excluded folder still sees its own files) and whose cache folder is ``cache_dir``, else
-    the ``cache-dir`` of the configuration governing the project root."""
+def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> Project:
+    """A :class:`Project` whose walk honours the check's excludes (patterns that match the project
+    root itself or its parents do not count, so a project inside an excluded folder still sees its own
+    files) and whose cache folder is ``cache_dir``, else the ``cache-dir`` of the configuration
+    governing the project root."""
 
     def excluded(path: str, root: Path) -> bool:
         return resolver.is_excluded(path, given=str(root))
@@ -251,9 +251,12 @@ def default_session(resolver: Resolver, cache_dir: str | None = None, use_cache:
     def cache_for(root: Path) -> str | None:
         return cache_dir or resolver.config_for(root).cache_dir
 
-    project = Project(cache_dir=cache_for, use_cache=use_cache, jobs=jobs, is_excluded=excluded)
-    return Session(resolver, project)
+    return Project(cache_dir=cache_for, use_cache=use_cache, jobs=jobs, is_excluded=excluded)
 
+
+def default_session(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> Session:
+    """A :class:`Session` over ``resolver`` with the :func:`default_project` of that resolver."""
+    return Session(resolver, default_project(resolver, cache_dir, use_cache, jobs))
 
 
 def session_for_rules(rules: Sequence[Rule], options: dict[str, dict] | None = None, project: Project | None = None,
