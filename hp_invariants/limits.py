@@ -100,7 +100,6 @@ class _Watchdog:
     cond = threading.Condition()
     clock: Callable[[], float] = time.process_time
     deadline: float | None = None  #: on ``clock``; None while nothing is armed (or paused)
-    generation = 0
     thread: threading.Thread | None = None
     pid = 0
 
@@ -120,7 +119,9 @@ class _Watchdog:
     @classmethod
     def _after_fork_in_child(cls) -> None:
         cls.cond = threading.Condition()
-        cls.thread, cls.deadline, cls.active = None, None, False
+        cls.thread, cls.deadline, cls.active, cls.wake_at = None, None, False, float("inf")
+
+    wake_at = float("inf")  #: wall time (monotonic) at which the watchdog wakes up next on its own
 
     @classmethod
     def _watch(cls) -> None:
@@ -128,30 +129,40 @@ class _Watchdog:
         with cls.cond:
             while True:
                 if cls.deadline is None:
+                    cls.wake_at = float("inf")
                     cls.cond.wait()
                     continue
                 left = cls.deadline - cls.clock()
                 if left > 0:
-                    cls.cond.wait(max(left, 0.001))
+                    left = max(left, 0.001)
+                    cls.wake_at = time.monotonic() + left
+                    cls.cond.wait(left)
                     continue
                 cls.deadline = None
                 if cls.active and main is not None:
                     signal.pthread_kill(main, _SIGNAL)
 
     @classmethod
+    def _set(cls, deadline: float, seconds: float) -> None:
+        """Arm ``deadline``; wake the watchdog only if it would otherwise wake up too late. (It
+        need not be woken when a budget ends: a budget that starts later cannot run out before the
+        watchdog's next wake-up, which a budget of the same length that started earlier set.)"""
+        cls.deadline = deadline
+        cls.active = True
+        if time.monotonic() + seconds < cls.wake_at:
+            cls.cond.notify()
+
+    @classmethod
     def arm(cls, seconds: float, clock: Callable[[], float]) -> None:
         with cls.cond:
             cls.clock = clock
-            cls.deadline = clock() + seconds
-            cls.active = True
-            cls.cond.notify()
+            cls._set(clock() + seconds, seconds)
 
     @classmethod
     def disarm(cls) -> None:
         cls.active = False  # first, without the lock: a SIGPROF already on its way is now ignored
         with cls.cond:
             cls.deadline = None
-            cls.cond.notify()
 
     @classmethod
     def pause(cls) -> float:
@@ -159,15 +170,13 @@ class _Watchdog:
         with cls.cond:
             left = (cls.deadline - cls.clock()) if cls.deadline is not None else 0.0
             cls.deadline = None
-            cls.cond.notify()
         return left
 
     @classmethod
     def resume(cls, left: float) -> None:
         with cls.cond:
-            cls.deadline = cls.clock() + max(left, 0.001)
-            cls.active = True
-            cls.cond.notify()
+            left = max(left, 0.001)
+            cls._set(cls.clock() + left, left)
 
 
 if hasattr(os, "register_at_fork"):

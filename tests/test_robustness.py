@@ -477,6 +477,18 @@ def test_previous_sigprof_handler_is_restored():
         signal.signal(signal.SIGPROF, previous)
 
 
+def test_a_short_budget_after_a_long_one_still_fires_on_time():
+    """The watchdog sleeps as long as the last budget allows; a shorter one must wake it."""
+    with limits.time_budget(100):
+        _spin(0.01)
+    for budget in (0.05, 0.2):
+        start = time.thread_time()
+        with pytest.raises(limits.AnalysisTimeout):
+            with limits.time_budget(budget):
+                _spin(5)
+        assert budget <= time.thread_time() - start < budget + 0.5
+
+
 def _wait_on(name: str, how: str):
     """A rule check that only waits, without using the CPU, on files called ``name``."""
 
