@@ -402,8 +402,8 @@ def _parse_error(text: str) -> SyntaxError | None:
             ast.parse(text)
     except SyntaxError as exc:
         return exc
-    except (ValueError, RecursionError, MemoryError):
-        return None
+    except (ValueError, RecursionError, MemoryError) as exc:  # not "parses": no claim on this basis
+        return SyntaxError(type(exc).__name__)
     return None
 
 
