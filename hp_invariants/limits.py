@@ -144,9 +144,10 @@ class _Watchdog:
 
     @classmethod
     def _set(cls, deadline: float, seconds: float) -> None:
-        """Arm ``deadline``; wake the watchdog only if it would otherwise wake up too late. (It
-        need not be woken when a budget ends: a budget that starts later cannot run out before the
-        watchdog's next wake-up, which a budget of the same length that started earlier set.)"""
+        """Arm ``deadline`` (``seconds`` of CPU from now); wake the watchdog only if its next
+        wake-up comes too late. It need not be woken otherwise, nor when a budget ends: CPU time
+        grows at most as fast as the wall clock, so ``seconds`` of CPU cannot run out before
+        ``seconds`` of wall time, and at its next wake-up the watchdog reads the new deadline."""
         cls.deadline = deadline
         cls.active = True
         if time.monotonic() + seconds < cls.wake_at:
