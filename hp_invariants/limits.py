@@ -117,17 +117,37 @@ class _Watchdog:
         return True
 
     @classmethod
+    def _before_fork(cls) -> None:
+        """Stop an idle watchdog before this process forks (the ``-j`` pool): a forked child gets
+        no copy of the thread anyway (it starts its own on first use), and Python 3.12+ warns
+        about forking a process that has threads. A watchdog guarding an armed budget stays."""
+        thread = cls.thread
+        if thread is None or cls.pid != os.getpid() or cls.active or not thread.is_alive():
+            return
+        with cls.cond:
+            cls.stop = thread
+            cls.cond.notify_all()
+        thread.join(1.0)
+        cls.thread = None
+
+    stop: threading.Thread | None = None  #: the watchdog thread asked to end
+
+    @classmethod
     def _after_fork_in_child(cls) -> None:
         cls.cond = threading.Condition()
-        cls.thread, cls.deadline, cls.active, cls.wake_at = None, None, False, float("inf")
+        cls.thread, cls.deadline, cls.active, cls.wake_at, cls.stop = None, None, False, float("inf"), None
 
     wake_at = float("inf")  #: wall time (monotonic) at which the watchdog wakes up next on its own
 
     @classmethod
     def _watch(cls) -> None:
         main = threading.main_thread().ident
+        me = threading.current_thread()
         with cls.cond:
             while True:
+                if cls.stop is me:
+                    cls.stop = None
+                    return
                 if cls.deadline is None:
                     cls.wake_at = float("inf")
                     cls.cond.wait()
@@ -181,7 +201,7 @@ class _Watchdog:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_Watchdog._after_fork_in_child)
+    os.register_at_fork(before=_Watchdog._before_fork, after_in_child=_Watchdog._after_fork_in_child)
 
 
 def cpu_time_available() -> bool:

@@ -489,6 +489,35 @@ def test_a_short_budget_after_a_long_one_still_fires_on_time():
         assert budget <= time.thread_time() - start < budget + 0.5
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_the_budget_watchdog_leaves_no_thread_behind_at_a_fork():
+    """The ``-j`` pool forks after the parent used budgets (the class index): the idle watchdog thread
+    is stopped first, so the fork is single-threaded (Python 3.12+ warns otherwise)."""
+    import warnings
+
+    with limits.time_budget(5):
+        _spin(0.01)
+    watchdogs = [t for t in threading.enumerate() if t.name == "hp-invariants-budget"]
+    assert watchdogs
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pid = os.fork()
+        if pid == 0:  # the child: a budget still works there
+            try:
+                with limits.time_budget(0.05):
+                    _spin(5)
+                os._exit(1)
+            except limits.AnalysisTimeout:
+                os._exit(0)
+            finally:
+                os._exit(2)
+    assert not [w for w in caught if "multi-threaded" in str(w.message)]
+    assert not any(t.is_alive() for t in watchdogs)
+    assert os.waitpid(pid, 0)[1] == 0
+    with limits.time_budget(5) as armed:  # and in the parent it starts again
+        assert armed
+
+
 def _wait_on(name: str, how: str):
     """A rule check that only waits, without using the CPU, on files called ``name``."""
 
