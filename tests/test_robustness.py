@@ -185,8 +185,9 @@ def test_long_operator_chain_is_checked_on_the_deep_stack(tree: Path):
     # 6000 nested BinOps: ast.parse raises RecursionError at the default limit; the deep retry checks it
     deep = tree / "deep.py"
     deep.write_text("TOTAL = " + " + ".join(["1"] * 6000) + "\n" + GATED)
-    with pytest.raises(RecursionError):
-        engine.parse(SourceFile.from_bytes("d.py", deep.read_bytes()))
+    if (3, 11) <= sys.version_info < (3, 13):  # the parsers of 3.9, 3.10 and 3.13+ take it in stride
+        with pytest.raises(RecursionError):
+            engine.parse(SourceFile.from_bytes("d.py", deep.read_bytes()))
     code, report, _ = check_json(str(deep))
     assert code == 1 and report["problems"] == []
     assert [f["line"] for f in report["findings"]] == [1 + check_json(str(tree / "gated.py"))[1]["findings"][0]["line"]]
