@@ -106,6 +106,23 @@ class Session:
         """Return the resolved :class:`Settings` of ``path``."""
         return self._settings_for(path)
 
+    def map_settings(self, fn: Callable[[Settings], Settings]) -> None:
+        """From now on, give every file ``fn(settings)`` instead of its resolved settings (a front end
+        wrapping rules, e.g. the history features). Every stage reads settings through
+        :meth:`settings_for`, so ``check``, each ``fix`` round and forked ``-j`` workers all see it;
+        ``fn`` is applied once per distinct settings object (the results are memoized)."""
+        inner = self._settings_for
+        memo: dict[int, tuple[Settings, Settings]] = {}
+
+        def mapped(path: str) -> Settings:
+            base = inner(path)
+            hit = memo.get(id(base))
+            if hit is None or hit[0] is not base:
+                hit = memo[id(base)] = (base, fn(base))
+            return hit[1]
+
+        self._settings_for = mapped
+
     # ------------------------------------------------------------------ the stages
     def analyze(self, source: SourceFile, tree: ast.Module, settings: Settings,
                 rules: Sequence[Rule] | None = None) -> list[Finding]:
