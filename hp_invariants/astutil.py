@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import Sequence
 
 FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 
 
 def dotted_name(node: ast.AST) -> str | None:
@@ -32,29 +33,69 @@ def last_name(node: ast.AST) -> str | None:
     return None
 
 
-def call_name(node: ast.AST) -> str | None:
-    """Return the dotted name of the callee if ``node`` is a call of a plain name chain."""
-    if isinstance(node, ast.Call):
-        return dotted_name(node.func)
-    return None
-
-
-def iter_functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """Yield every function and method definition in ``tree`` (nested ones included)."""
-    for node in ast.walk(tree):
-        if isinstance(node, FunctionNode):
-            yield node
-
-
-def walk_function_body(func: ast.AST) -> Iterator[ast.AST]:
-    """Yield the nodes of a function body without entering nested functions, lambdas or classes."""
-    stack = list(ast.iter_child_nodes(func))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+def walk_function_body(func: ast.AST) -> list[ast.AST]:
+    """Return the nodes of a function (or any node) without entering nested functions, lambdas or
+    classes (their own nodes are left out; the nested ``def``/``lambda``/``class`` node itself is
+    included), without the ``ctx``/``op`` singletons; breadth-first, as a list (no generator frames)."""
+    out = child_nodes(func)
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        if node.__class__ in _SCOPES:
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        for name in _CHILD_FIELDS[node.__class__]:
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if value.__class__ is list:
+                out.extend([v for v in value if v is not None] if name in _HOLEY else value)
+            else:
+                out.append(value)
+    return out
+
+
+def names_in_target(target: ast.AST) -> list[str]:
+    """The names an assignment target binds: ``x``, ``a, (b, *c)`` -> ``a``, ``b``, ``c``; attributes
+    and subscripts (``self.x``, ``t[i]``) bind no name."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in names_in_target(elt)]
+    if isinstance(target, ast.Starred):
+        return names_in_target(target.value)
+    return []
+
+
+def child_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists nested in a compound statement: ``body``, ``orelse``, ``finalbody``, the
+    ``except`` handlers' and the ``match`` cases' bodies (empty for a simple statement)."""
+    bodies = []
+    for field_name in ("body", "orelse", "finalbody"):
+        value = getattr(stmt, field_name, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            bodies.append(value)
+    for handler in getattr(stmt, "handlers", []) or []:
+        bodies.append(handler.body)
+    for case in getattr(stmt, "cases", []) or []:
+        bodies.append(case.body)
+    return bodies
+
+
+EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def always_exits(stmts: Sequence[ast.stmt]) -> bool:
+    """True when a block always leaves via return/raise/continue/break (the last statement decides; an
+    ``if`` whose branches both always exit counts)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, EXITS):
+        return True
+    if isinstance(last, ast.If):
+        return always_exits(last.body) and always_exits(last.orelse)
+    return False
 
 
 def string_value(node: ast.AST) -> str | None:

@@ -105,10 +105,6 @@ def parallel_map(
     """
     if jobs <= 1 or len(items) < 2 or sys.platform == "win32" or not hasattr(os, "fork"):
         return [fn(item) for item in items]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
     jobs = min(jobs, len(items))
     size = chunk or max(1, min(64, len(items) // (jobs * 4) or 1))
     out: list[R] = []

@@ -152,7 +152,8 @@ def test_pins_catch_each_seed_revert_inside_a_large_cleanup_with_moves_and_renam
     repo.write("pkg/hsdp_param.py", "# unrelated header\n" + param.replace(helper, "") + "\n\n" + helper)
     repo.git("mv", "pkg/hsdp_state.py", "pkg/fsdp_state.py")
     repo.write("pkg/fsdp_state.py", (BROKEN / "hsdp_state.py").read_text(encoding="utf-8")
-               .replace("is_shard", "use_sharding"))  # renamed gate: the generic E9502 stays silent
+               .replace("is_shard", "use_sharding").replace("shard_size: int", "sharding: bool")
+               .replace("shard_size > 1", "sharding"))  # the gate is a flag the caller computes: E9502 is silent
     repo.write("pkg/qwen3_vl_moe_model.py", (BROKEN / "qwen3_vl_moe_model.py").read_text(encoding="utf-8")
                .replace("A stand-in vision encoder", "The vision encoder"))
     swap = (BROKEN / "activation_swap.py").read_text(encoding="utf-8")

@@ -156,9 +156,11 @@ def run(root: Path) -> int:
     helper = param[helper_start:helper_end]
     param = param[:helper_start] + param[helper_end:].rstrip("\n") + "\n\n\n" + helper.rstrip("\n") + "\n"
     demo.write("hsdp/hsdp_param.py", param.replace("Regression 1 (E9501): the", "HSDP parameter: the"))
-    # E9502: the file is renamed and the gate comes back under a new name the rule does not know
+    # E9502: the file is renamed and the gate comes back as a flag the caller computes, which the
+    # generic rule cannot tell from any other flag
     demo.git("mv", "hsdp/hsdp_state.py", "hsdp/fsdp_state.py")
-    state = (BROKEN / "hsdp_state.py").read_text(encoding="utf-8").replace("is_shard", "use_sharding")
+    state = ((BROKEN / "hsdp_state.py").read_text(encoding="utf-8").replace("is_shard", "use_sharding")
+             .replace("shard_size: int", "sharding: bool").replace("shard_size > 1", "sharding"))
     demo.write("hsdp/fsdp_state.py", state.replace("Regression 2 (E9502): ", "FSDP state: "))
     # E9503: the docstring clean-up deletes the accessor pair again
     model = (BROKEN / "qwen3_vl_moe_model.py").read_text(encoding="utf-8")

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from hp_invariants.astutil import always_exits
 from hp_invariants.model import Confidence, Finding
 
 DEFAULT_NAME = "hp-invariants-pins.json"
@@ -287,10 +287,6 @@ def _negated(test: ast.AST) -> str:
     return _unparse(ast.UnaryOp(op=ast.Not(), operand=test))
 
 
-def _always_exits(body: Sequence[ast.stmt]) -> bool:
-    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
-
-
 def conditions(node: ast.AST, scope: ast.AST, parents: dict[int, ast.AST]) -> set[str]:
     """Return the normalized conditions under which ``node`` runs inside ``scope``: the ``and``
     terms of enclosing ``if``/ternary tests (negated in ``else``), left operands of ``and``, and
@@ -309,7 +305,7 @@ def conditions(node: ast.AST, scope: ast.AST, parents: dict[int, ast.AST]) -> se
             block = getattr(current, name, None)
             if isinstance(block, list) and child in block:
                 for stmt in block[:block.index(child)]:
-                    if isinstance(stmt, ast.If) and not stmt.orelse and _always_exits(stmt.body):
+                    if isinstance(stmt, ast.If) and not stmt.orelse and always_exits(stmt.body):
                         found.add(_negated(stmt.test))
         child, current = current, parents.get(id(current))
     return found

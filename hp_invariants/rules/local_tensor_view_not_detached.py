@@ -184,7 +184,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from hp_invariants.astutil import dotted_name, last_name
+from hp_invariants.astutil import dotted_name, last_name, names_in_target
 from hp_invariants.model import Applicability, Confidence, Edit, Finding, Option, Rule
 
 #: ``ast.Match`` (Python 3.10+); on 3.9, where no match statement parses, nothing is one.
@@ -487,12 +487,6 @@ def _index_kind(index: ast.AST) -> str | None:
     return None
 
 
-def _names_in_target(target: ast.AST) -> Iterator[str]:
-    for node in ast.walk(target):
-        if isinstance(node, ast.Name):
-            yield node.id
-
-
 class _Walker:
     """Follow one scope's statements in source order, tracking which locals hold views.
 
@@ -560,7 +554,7 @@ class _Walker:
 
             def enter(entry: dict) -> dict:
                 new = dict(entry)
-                for name in _names_in_target(stmt.target):
+                for name in names_in_target(stmt.target):
                     new.pop(name, None)
                 self.bind_items(stmt.target, shape, stmt, new, nograd)
                 return new
@@ -584,7 +578,7 @@ class _Walker:
                 if mode is not None:
                     inner = mode
                 if item.optional_vars is not None:
-                    for name in _names_in_target(item.optional_vars):
+                    for name in names_in_target(item.optional_vars):
                         new.pop(name, None)
             return self.block(stmt.body, new, inner)
         if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
@@ -681,7 +675,7 @@ class _Walker:
                 elif isinstance(element, (ast.Tuple, ast.List)):
                     self.bind(element, None, _Value(carried=items), stmt, state, new, nograd)
                 else:
-                    for name in _names_in_target(element):
+                    for name in names_in_target(element):
                         new.pop(name, None)
 
     def bind_items(self, target, shape, stmt, new: dict, nograd: bool, comprehension: bool = False) -> None:
@@ -708,7 +702,7 @@ class _Walker:
                     sub = _items(shape, index)
                 self.bind_items(element, sub, stmt, new, nograd, comprehension)
         else:
-            for name in _names_in_target(target):
+            for name in names_in_target(target):
                 new.pop(name, None)
 
     def iter_items(self, expr: ast.AST, state: dict, nograd: bool):
@@ -870,7 +864,7 @@ class _Walker:
         inner = dict(state)
         for generator in expr.generators:
             shape = self.iter_items(generator.iter, inner, nograd)
-            for name in _names_in_target(generator.target):
+            for name in names_in_target(generator.target):
                 inner.pop(name, None)
             self.bind_items(generator.target, shape, expr, inner, nograd, comprehension=True)
         item = self.ev(expr.elt, inner, nograd).all()
@@ -1088,7 +1082,7 @@ class _Helpers:
         self._summaries[key] = _EMPTY  # recursion guard
         if self._depth >= 8:
             return _EMPTY
-        attrs, nograd_names = self.config[0], self.config[1]
+        nograd_names = self.config[1]
         nograd = any(_is_nograd_ctx(d, nograd_names) is True for d in getattr(func, "decorator_list", ()))
         walker = _Walker(*self.config, helpers=self, owner=owner, local_names=_local_names(func))
         walker.returns, walker.yields = [], []

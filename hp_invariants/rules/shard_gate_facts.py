@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-from hp_invariants.astutil import child_nodes, dotted_name, last_name, walk_function_body
+from hp_invariants.astutil import EXITS, child_nodes, dotted_name, last_name, walk_function_body
 from hp_invariants.project import ProjectFacts
 
 FACTS_VERSION = 3
@@ -39,7 +39,7 @@ _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 _ABSTRACT = frozenset({"abstractmethod", "abstractproperty"})
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_EXITS = EXITS
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _MAX_ENC_DEPTH = 8
 _SKIPPED_EXPRESSIONS = frozenset({ast.Lambda, *_COMPS, ast.Constant, ast.Name, ast.JoinedStr, ast.Attribute})
@@ -201,18 +201,6 @@ def expression_calls(node: ast.AST, out: set[str]) -> None:
             stack.append(cur.values[0])
             continue
         stack.extend(child_nodes(cur))
-
-
-def always_exits(stmts: list[ast.stmt]) -> bool:
-    """True when a block always leaves via return/raise/continue/break (last statement decides)."""
-    if not stmts:
-        return False
-    last = stmts[-1]
-    if isinstance(last, _EXITS):
-        return True
-    if isinstance(last, ast.If):
-        return always_exits(last.body) and always_exits(last.orelse)
-    return False
 
 
 def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:

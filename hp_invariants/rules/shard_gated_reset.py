@@ -296,7 +296,7 @@ from typing import Sequence
 import dataclasses
 import weakref
 
-from hp_invariants.astutil import FunctionNode, dotted_name, last_name, walk_function_body
+from hp_invariants.astutil import EXITS, FunctionNode, always_exits, dotted_name, last_name, walk_function_body
 from hp_invariants.model import Applicability, Confidence, Edit, Option, Rule
 from hp_invariants.rules import shard_gate_facts as facts
 from hp_invariants.rules.shard_gate_facts import ShardGateFacts, ShardGateIndex, mesh_receiver
@@ -326,7 +326,7 @@ DEFAULT_DEGREES = (
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 _SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_EXITS = EXITS
 _MAX_DEPTH = 6
 
 
@@ -1049,18 +1049,6 @@ def _is_flag(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (bool, int, float)))
 
 
-def _always_exits(stmts: Sequence[ast.stmt]) -> bool:
-    """True when a block always leaves via return/raise/continue/break (last statement decides)."""
-    if not stmts:
-        return False
-    last = stmts[-1]
-    if isinstance(last, _EXITS):
-        return True
-    if isinstance(last, ast.If):
-        return _always_exits(last.body) and _always_exits(last.orelse)
-    return False
-
-
 def _calls_named(nodes: Sequence[ast.AST], name) -> bool:
     """True when ``nodes`` (statements or expressions) call a function whose last name is ``name``
     (a string, or a predicate on last names).
@@ -1253,7 +1241,7 @@ class ShardGatedReset(Rule):
             for stmt in reversed(block[: block.index(child)]):
                 if not isinstance(stmt, ast.If):
                     continue
-                body_exits, else_exits = _always_exits(stmt.body), _always_exits(stmt.orelse)
+                body_exits, else_exits = always_exits(stmt.body), always_exits(stmt.orelse)
                 if body_exits == else_exits:
                     continue
                 gate = analyzer.requires(stmt.test, else_exits, scope)
@@ -1523,7 +1511,7 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
     elif not analyzer.is_pure(test, scope):
         return None
     elif context.kind == "if":
-        if _always_exits(node.body) and _code_follows(ctx, node, scope):
+        if always_exits(node.body) and _code_follows(ctx, node, scope):
             return None  # unwrapping `if gate: return step()` would leave the code after it unreachable
         if _is_elif(ctx, node):
             edits = _elif_to_else(ctx, node)

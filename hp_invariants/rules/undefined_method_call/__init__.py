@@ -196,7 +196,7 @@ import ast
 import re
 from typing import Iterable, Iterator
 
-from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_nodes, dotted_name, walk_nodes
+from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_nodes, dotted_name, walk_function_body, walk_nodes
 from hp_invariants.rules.undefined_method_call.index import (
     CatalogEntry,
     ClassIndex,
@@ -680,7 +680,7 @@ class _State:
         for func in functions:
             bound: dict[str, tuple[CatalogEntry, int]] = {}
             stores: dict[str, int] = {}
-            for node in _walk_function(func):
+            for node in walk_function_body(func):
                 kind = node.__class__
                 if kind is ast.Name and node.ctx.__class__ is not ast.Load:
                     stores[node.id] = stores.get(node.id, 0) + 1
@@ -973,26 +973,6 @@ class _Scan:
                     extend([v for v in value if v is not None] if name in _HOLEY else value)
                 else:
                     push(value)
-
-
-def _walk_function(func: ast.AST) -> list[ast.AST]:
-    """The nodes of a function outside nested functions, lambdas and classes."""
-    out = child_nodes(func)
-    i = 0
-    while i < len(out):
-        node = out[i]
-        i += 1
-        if node.__class__ in _FUNCTION_KINDS or node.__class__ is ast.ClassDef:
-            continue
-        for name in _CHILD_FIELDS[node.__class__]:
-            value = getattr(node, name, None)
-            if value is None:
-                continue
-            if value.__class__ is list:
-                out.extend([v for v in value if v is not None] if name in _HOLEY else value)
-            else:
-                out.append(value)
-    return out
 
 
 def _uses(scan: _Scan) -> Iterator[tuple[ast.Attribute, ast.AST]]:

@@ -25,7 +25,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_nodes, dotted_name, walk_nodes
+from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
+                                   string_value, walk_nodes)
 from hp_invariants.project import ProjectFacts, content_digest
 
 FORMAT_VERSION = 9
@@ -213,12 +214,12 @@ class _Summarizer:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 value = stmt.value
                 for target in targets:
-                    for name_node in _names_in_target(target):
+                    for name_node in names_in_target(target):
                         alias = dotted_name(value) if (value is not None and isinstance(target, ast.Name)
                                                        and not isinstance(stmt, ast.AugAssign)) else None
                         self.bind(name_node, "=" + alias if alias else UNKNOWN)
             else:
-                for field_body in _child_bodies(stmt):
+                for field_body in child_bodies(stmt):
                     self.module_scope(field_body, prefix, in_function)
                 for name_node in _bound_names(stmt):
                     self.bind(name_node, UNKNOWN)
@@ -240,7 +241,7 @@ class _Summarizer:
                     self.functions.append(stmt)
                 self.function_scope(stmt, f"{prefix}{stmt.name}.<locals>.")
             else:
-                for field_body in _child_bodies(stmt):
+                for field_body in child_bodies(stmt):
                     self.class_scope(field_body, prefix)
 
     # -- names
@@ -352,7 +353,7 @@ class _Summarizer:
                 if name == "setattr" and func.__class__ is ast.Name and len(node.args) >= 2:
                     owner = dotted_name(node.args[0])
                     if not owner or owner.split(".")[0] not in ("self", "cls"):
-                        attr = _const_str(node.args[1])
+                        attr = string_value(node.args[1])
                         qual = qualify(node.args[0], imports) if owner else UNKNOWN
                         if qual != UNKNOWN:
                             # a computed name (setattr(Cls, f"_{op}", fn) in a loop) makes the class dynamic
@@ -458,7 +459,7 @@ def decorator_adds(func: ast.AST) -> set[str]:
                 name = sub.attr
             elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
                     and len(sub.args) >= 2 and isinstance(sub.args[0], ast.Name) and sub.args[0].id == param:
-                name = _const_str(sub.args[1]) or "*"
+                name = string_value(sub.args[1]) or "*"
             elif isinstance(sub, ast.Attribute) and sub.attr == "__dict__" and \
                     isinstance(sub.value, ast.Name) and sub.value.id == param:
                 name = "*"
@@ -486,7 +487,7 @@ def _decorator_patches(tree: ast.Module, module: str, classes: list, imports: di
                 for attr in adds:
                     patched.add((_intern(f"{module}.{stmt.name}()"), _intern(attr)))
         elif not isinstance(stmt, ast.ClassDef):
-            for body in _child_bodies(stmt):
+            for body in child_bodies(stmt):
                 stack.extend(body)
     if not functions:
         return
@@ -538,44 +539,17 @@ def _base_name(node: ast.AST, imports: dict[str, str]) -> str:
     return UNKNOWN + text if text else UNKNOWN
 
 
-def _names_in_target(target: ast.AST) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for elt in target.elts for n in _names_in_target(elt)]
-    if isinstance(target, ast.Starred):
-        return _names_in_target(target.value)
-    return []
-
-
-def _child_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
-    bodies = []
-    for field_name in ("body", "orelse", "finalbody"):
-        value = getattr(stmt, field_name, None)
-        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-            bodies.append(value)
-    for handler in getattr(stmt, "handlers", []) or []:
-        bodies.append(handler.body)
-    for case in getattr(stmt, "cases", []) or []:
-        bodies.append(case.body)
-    return bodies
-
-
 def _bound_names(stmt: ast.stmt) -> list[str]:
     names: list[str] = []
     if isinstance(stmt, (ast.For, ast.AsyncFor)):
-        names += _names_in_target(stmt.target)
+        names += names_in_target(stmt.target)
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
         for item in stmt.items:
             if item.optional_vars is not None:
-                names += _names_in_target(item.optional_vars)
+                names += names_in_target(item.optional_vars)
     if isinstance(stmt, ast.Try):
         names += [h.name for h in stmt.handlers if h.name]
     return names
-
-
-def _const_str(node: ast.AST | None) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[str], bool, set[str]]:
@@ -615,15 +589,15 @@ def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[s
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for target in targets:
-                    members.update(_names_in_target(target))
+                    members.update(names_in_target(target))
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 for alias in stmt.names:
                     members.add((alias.asname or alias.name).split(".")[0])
             else:
                 members.update(_bound_names(stmt))
-                for child in _child_bodies(stmt):
+                for child in child_bodies(stmt):
                     body_scope(child)
-            simple = not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not _child_bodies(stmt)
+            simple = not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not child_bodies(stmt)
             for sub in walk_nodes(stmt) if simple else ():
                 if isinstance(sub, ast.NamedExpr):
                     members.add(sub.target.id)
@@ -665,7 +639,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[s
                     dynamic = True
             elif kind is ast.Subscript and isinstance(sub.ctx, ast.Store):
                 if isinstance(sub.value, ast.Attribute) and sub.value.attr == "__dict__":
-                    name = _const_str(sub.slice)
+                    name = string_value(sub.slice)
                     if name is None:
                         dynamic = True
                     else:
@@ -711,7 +685,7 @@ def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> boo
         return isinstance(node, ast.Name) and node.id in receivers
 
     if isinstance(func, ast.Name) and func.id == "setattr" and len(args) >= 2 and is_receiver(args[0]):
-        name = _const_str(args[1])
+        name = string_value(args[1])
         if name is None:
             return True
         members.add(name)
@@ -719,7 +693,7 @@ def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> boo
     if isinstance(func, ast.Attribute):
         # self.add_module("x", m), self.register_buffer("x", t), ...
         if func.attr in _ASSIGN_CALLS and is_receiver(func.value) and args:
-            name = _const_str(args[0])
+            name = string_value(args[0])
             if name is None:
                 return True
             members.add(name)
@@ -728,7 +702,7 @@ def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> boo
         if func.attr == "__setattr__":
             pos = 1 if (args and is_receiver(args[0])) else 0
             if len(args) > pos:
-                name = _const_str(args[pos])
+                name = string_value(args[pos])
                 if name is None:
                     return True
                 members.add(name)
