@@ -233,9 +233,11 @@ class Session:
             raise ValueError("discovery needs a Resolver")
         return iter_python_files(paths, self.resolver)
 
-    def prepare(self, files: Sequence[str]) -> list[FileProblem]:
+    def prepare(self, files: Sequence[str], lazy_if_cached: bool = False) -> list[FileProblem]:
         """Build the project facts that the rules enabled for ``files`` declare, before a pool forks
-        (workers inherit them). Returns a problem per project that could not be indexed."""
+        (workers inherit them). Returns a problem per project that could not be indexed.
+        ``lazy_if_cached`` (``check``): skip the build of a project when the results cache holds every
+        file's results against the project as it is now (only its fingerprint is computed)."""
         if self.project is None:
             return []
         problems: list[FileProblem] = []
@@ -249,7 +251,7 @@ class Session:
                 entry[2].append(path)
         for root, (path, facts, paths) in wanted.items():
             try:
-                if self.results is not None and self._all_current(root, facts, paths):
+                if lazy_if_cached and self.results is not None and self._all_current(root, facts, paths):
                     continue  # every file's results are cached against this very project: build lazily
                 self.project.prepare(path, facts)
             except Exception as exc:  # noqa: BLE001 - reported; the files are still checked
@@ -278,7 +280,7 @@ def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResul
     result = RunResult(problems=discovery_problems)
     if session.project is not None and jobs > 1:
         session.project.jobs = max(session.project.jobs, jobs)
-    result.problems.extend(session.prepare(files))
+    result.problems.extend(session.prepare(files, lazy_if_cached=True))
     result.files = parallel_map(session.check_path, files, jobs,
                                 on_dead=lambda path: FileResult(path=path, problems=[dead_worker_problem(path)]))
     result.files.sort(key=lambda r: r.path)
