@@ -326,10 +326,13 @@ class Project:
                     transient.add(f.rel)
                     summary = None
                 slots[slot] = summary
-        if cache_file and (pending or len(summaries) != len(scan.files)
-                           or manifest.get("entries") is None
-                           or any(tuple(manifest["entries"].get(f.rel, ())[:4]) != f.stat for f in scan.files)):
-            write_project_cache(cache_file, root, facts, scan, slots, transient)
+        summaries_changed = bool(pending) or len(summaries) != len(scan.files)
+        # a file hashed because it was racily clean is trusted by its stat key once the manifest is newer
+        manifest_changed = summaries_changed or bool(scan.stats["hashed"]) or manifest.get("entries") is None \
+            or len(manifest["entries"]) != len(scan.files) \
+            or any(tuple(manifest["entries"].get(f.rel, ())[:4]) != f.stat for f in scan.files)
+        if cache_file and manifest_changed:
+            write_project_cache(cache_file, root, facts, scan, slots, transient, summaries_changed)
         for f in scan.files:
             f.raw = None  # the bytes were only kept for summarizing
         self.stats = stats
@@ -476,8 +479,9 @@ def _holds_python(folder: str) -> bool:
 CACHE_FORMAT = "hp-invariants-cache/1"
 """The ``format`` field of every cache file (JSON); another value: the file is ignored."""
 
-CACHE_FILE = re.compile(r"(project|results)-[0-9a-f]{20}(\.summaries)?\.json")
-"""Names of the cache files (what ``hp-invariants cache clear`` removes)."""
+CACHE_FILE = re.compile(r"(project|results)-[0-9a-f]{20}(\.summaries)?\.json|(project|class-index)-[0-9a-f]+\.pickle")
+"""Names of the cache files (what ``hp-invariants cache clear`` removes), and the pickle files that
+earlier versions wrote (removed, never read)."""
 
 
 def default_cache_dir() -> str:
@@ -588,10 +592,17 @@ def read_summaries(path: str, root: Path, facts: Sequence[ProjectFacts]) -> dict
 
 
 def write_project_cache(path: str, root: Path, facts: Sequence[ProjectFacts], scan: Scan,
-                        summaries: Sequence[dict | None], transient: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-    """Write the summaries, then the manifest of ``scan`` (each atomically). The manifest's write
-    time is taken before anything is written, so a file edited meanwhile is hashed next time."""
+                        summaries: Sequence[dict | None], transient: set[str] = frozenset(),  # type: ignore[assignment]
+                        write_summaries: bool = True) -> None:
+    """Write the summaries (when ``write_summaries``), then the manifest of ``scan`` (each
+    atomically). The manifest's write time is taken before anything is written, so a file edited
+    meanwhile is hashed next time; ``transient`` failures are not recorded."""
     written = time.time_ns()
+    tag = cache_tag(facts)
+    if not write_summaries:
+        entries = {f.rel: [*f.stat, f.digest.hex()] for f in scan.files if f.digest is not None}
+        write_json(path, tag, root, {"written": written, "entries": entries})
+        return
     encoded: dict[str, Any] = {}
     for f, summary in zip(scan.files, summaries):
         if f.digest is None or f.rel in transient:
@@ -603,7 +614,6 @@ def write_project_cache(path: str, root: Path, facts: Sequence[ProjectFacts], sc
             encoded[f.rel] = [f.digest.hex(), f.module, {fa.key: fa.encode(summary[fa.key]) for fa in facts}]
         except (NotImplementedError, TypeError, ValueError):
             return  # a facts kind without a plain-data form is not cached
-    tag = cache_tag(facts)
     write_json(_summaries_path(path), tag, root, encoded)
     entries = {f.rel: [*f.stat, f.digest.hex()] for f in scan.files if f.digest is not None}
     write_json(path, tag, root, {"written": written, "entries": entries})

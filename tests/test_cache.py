@@ -207,6 +207,7 @@ def test_cache_dir_and_clear(tmp_path, capsys, monkeypatch):
     folder = root / ".hp-cache"
     assert any(folder.glob("project-*.json")) and any(folder.glob("results-*.json"))
     (folder / "keep.txt").write_text("not ours")
+    (folder / "project-0123456789abcdef0123.pickle").write_bytes(b"old format: removed, never read")
     assert main(["cache", "clear"]) == 0
     assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"]  # only our files go
     (folder / "keep.txt").unlink()

@@ -1090,40 +1090,75 @@ def _list(value: object) -> list:
     return value
 
 
-def _decode_value(value: object, kind: str) -> object:
-    if kind == "str":
-        return _str(value)
-    if kind in _SCALARS:
-        if type(value) is not _SCALARS[kind]:
-            raise TypeError(f"{kind} expected")
-        return value
-    if kind == "frozenset[str]":
-        return frozenset(map(_str, _list(value)))
-    if kind == "tuple[str, ...]":
-        return tuple(map(_str, _list(value)))
-    if kind == "dict[str, str]":
-        if type(value) is not dict:
-            raise TypeError("dict expected")
-        return {_str(k): _str(v) for k, v in value.items()}
-    if kind == "tuple[tuple[str, str], ...]":
-        out = []
-        for pair in _list(value):
-            if len(_list(pair)) != 2:
-                raise ValueError("pair expected")
-            out.append((_str(pair[0]), _str(pair[1])))
-        return tuple(out)
-    if kind == "tuple[ClassSummary, ...]":
-        return tuple(_decode_fields(ClassSummary, v) for v in _list(value))
-    raise TypeError(f"no plain-data form for a {kind} field")
-
-
 def _decode_fields(cls: type, data: object) -> tuple:
+    """Decode one summary NamedTuple (see :func:`_decoder`)."""
+    return _decoder(cls)(data)
+
+
+def _decoder(cls: type):
+    """A fast, validating decoder of ``cls`` from its :func:`_encode_fields` form: one converter per
+    field, chosen once from the field's annotation. ``sys.intern`` rejects anything but ``str`` and
+    ``type(...) is list`` checks every container, so malformed data raises ``TypeError``/``ValueError``."""
+    found = _DECODERS.get(cls)
+    if found is not None:
+        return found
+    intern = sys.intern
     fields = cls._fields  # type: ignore[attr-defined]
     kinds = _FIELD_KINDS.get(cls) or _field_kinds(cls)
-    items = _list(data)
-    if len(items) != len(fields):
-        raise ValueError(f"{cls.__name__}: {len(fields)} fields expected, got {len(items)}")
-    return cls(*(_decode_value(v, kinds[name]) for v, name in zip(items, fields)))
+
+    def strings(value: object) -> list:
+        if type(value) is not list:
+            raise TypeError("list expected")
+        return list(map(intern, value))
+
+    def scalar(kind: type):
+        def convert(value: object) -> object:
+            if type(value) is not kind:
+                raise TypeError(f"{kind.__name__} expected")
+            return value
+        return convert
+
+    def mapping(value: object) -> dict:
+        if type(value) is not dict:
+            raise TypeError("dict expected")
+        return {intern(k): intern(v) for k, v in value.items()}
+
+    def pairs(value: object) -> tuple:
+        if type(value) is not list:
+            raise TypeError("list expected")
+        out = []
+        for pair in value:
+            if type(pair) is not list or len(pair) != 2:
+                raise ValueError("pair expected")
+            out.append((intern(pair[0]), intern(pair[1])))
+        return tuple(out)
+
+    def classes(value: object) -> tuple:
+        if type(value) is not list:
+            raise TypeError("list expected")
+        decode = _decoder(ClassSummary)
+        return tuple(map(decode, value))
+
+    table = {"str": intern, "int": scalar(int), "bool": scalar(bool),
+             "frozenset[str]": lambda v: frozenset(strings(v)), "tuple[str, ...]": lambda v: tuple(strings(v)),
+             "dict[str, str]": mapping, "tuple[tuple[str, str], ...]": pairs, "tuple[ClassSummary, ...]": classes}
+    try:
+        converters = tuple(table[kinds[name]] for name in fields)
+    except KeyError as exc:
+        raise TypeError(f"no plain-data form for a {exc.args[0]} field") from None
+    count = len(fields)
+    make = cls._make  # type: ignore[attr-defined]
+
+    def decode(data: object) -> tuple:
+        if type(data) is not list or len(data) != count:
+            raise ValueError(f"{cls.__name__}: {count} fields expected")
+        return make([convert(v) for convert, v in zip(converters, data)])
+
+    _DECODERS[cls] = decode
+    return decode
+
+
+_DECODERS: dict[type, object] = {}
 
 
 # ---------------------------------------------------------------------- what a file's findings depend on
@@ -1189,8 +1224,13 @@ def _normal(view: ClassIndex, value: object, question: bool = False) -> object:
     if isinstance(value, CatalogEntry):
         return ["c", value.qualname]
     if isinstance(value, Hierarchy):
-        return [_normal(view, getattr(value, f)) for f in Hierarchy.__dataclass_fields__]
+        memo = _HIER_MEMO.get(id(value))
+        if memo is None or memo[0] is not value:
+            memo = _HIER_MEMO[id(value)] = (value, [_normal(view, getattr(value, f)) for f in _HIER_FIELDS])
+        return memo[1]
     if isinstance(value, (set, frozenset, list)):
+        if all(type(v) is str for v in value):
+            return sorted(value)
         return sorted((_normal(view, v) for v in value), key=repr)
     if isinstance(value, tuple):
         return [_normal(view, v, question) for v in value]
@@ -1199,6 +1239,12 @@ def _normal(view: ClassIndex, value: object, question: bool = False) -> object:
 
 _MISSING = "\0missing"
 """What :func:`_denormal` gives for a file that is not indexed any more."""
+
+
+_HIER_FIELDS = tuple(Hierarchy.__dataclass_fields__)
+_HIER_MEMO: dict[int, tuple] = {}
+"""Normal forms of the :class:`Hierarchy` objects met (they are memoized by the index, so the same
+object answers the questions of many files); the object is kept to make its id unambiguous."""
 
 
 def _denormal(view: ClassIndex, value: object) -> object:
