@@ -5,23 +5,26 @@ the same id and symbol. It reads the module's bytes and runs them through the on
 (:class:`hp_invariants.engine.Session`) on the standard library ``ast``; it never imports torch, so it
 works in a codecheck environment without torch. pylint applies ``# pylint: disable=`` itself;
 ``# noqa: <id>`` comments naming our rules are honoured too. Rule options are pylint options
-(pylintrc ``[HP-INVARIANTS]`` or pyproject ``[tool.pylint.hp-invariants]``).
+(pylintrc ``[HP-INVARIANTS]`` or pyproject ``[tool.pylint.hp-invariants]``); the file's
+``[tool.hp-invariants]`` table applies too (see :meth:`HpInvariantsChecker._settings`), so the plugin,
+the CLI and the codemods give the same answer on the same file.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pylint.checkers import BaseRawFileChecker
 from pylint.constants import WarningScope
 from pylint.interfaces import CONTROL_FLOW, HIGH, INFERENCE, UNDEFINED
 
-from hp_invariants.config import Settings
-from hp_invariants.engine import Session
+from hp_invariants.config import ConfigError, Resolver, Settings
+from hp_invariants.engine import Session, default_project
 from hp_invariants.limits import DEFAULT_TIMEOUT
 from hp_invariants.model import Confidence, Option
-from hp_invariants.project import Project
 from hp_invariants.registry import RULES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,22 +83,48 @@ class HpInvariantsChecker(BaseRawFileChecker):
             "default": DEFAULT_TIMEOUT, "type": "float", "metavar": "<seconds>",
             "help": "Per-module time budget of the hp-invariants analysis in seconds (0: no limit).",
         }),
+        ("hp-invariants-config", {
+            "default": "", "type": "string", "metavar": "<pyproject.toml>",
+            "help": "Read [tool.hp-invariants] from this file for every module (as the CLI's --config); "
+                    "default: each module's nearest pyproject.toml that has the table.",
+        }),
     )
 
     def __init__(self, linter: "PyLinter") -> None:
         super().__init__(linter)
-        self._session = Session(self._settings, Project())
+        self._resolver: Resolver | None = None
+        self._session = Session(self._settings, default_project(_LazyResolver(self)))
+
+    def resolver(self) -> Resolver:
+        """The per-file configuration (made on first use, once pylint has read its options)."""
+        if self._resolver is None:
+            config_file = getattr(self.linter.config, "hp_invariants_config", "") or None
+            self._resolver = Resolver(RULES, config_file=Path(config_file) if config_file else None)
+        return self._resolver
 
     def _settings(self, path: str) -> Settings:
-        """The file's :class:`Settings`, from pylint's options: the rules whose messages are enabled,
-        the rule options, the ``hp-invariants-timeout`` budget. ``# pylint: disable`` comments are
-        pylint's own business (it also tracks their use); ``# noqa`` ones go through the pipeline."""
-        rules = tuple(r for r in RULES if self.linter.is_message_enabled(r.rule_id))
+        """The file's :class:`Settings`: its own ``[tool.hp-invariants]`` configuration (the one the CLI
+        and the codemods read: ``select``/``ignore``, ``per-file-ignores``, ``exclude``, rule options;
+        option ``hp-invariants-config`` names one pyproject for all, as the CLI's ``--config``),
+        narrowed to the rules whose messages are enabled in pylint, with the rule options and the
+        ``hp-invariants-timeout`` set in pylint's configuration taking precedence where they differ from
+        the defaults. ``# pylint: disable`` comments are pylint's own business (it also tracks their use
+        for ``useless-suppression``); ``# noqa`` ones go through the pipeline. Raises
+        :class:`~hp_invariants.config.ConfigError` for an invalid ``[tool.hp-invariants]`` table."""
+        resolver = self.resolver()
+        base = resolver.settings_for(path)
+        if resolver.config_for(path).is_excluded(path):  # pylint cannot tell us which files were named:
+            return replace(base, rules=())               # exclude applies to all, as pylint's ignore-paths
+        rules = tuple(r for r in base.rules if self.linter.is_message_enabled(r.rule_id))
+        options = {rule_id: dict(values) for rule_id, values in base.options.items()}
+        for rule_id, values in self._pylint_options().items():
+            options.setdefault(rule_id, {}).update(values)
         timeout = getattr(self.linter.config, "hp_invariants_timeout", DEFAULT_TIMEOUT)
-        return Settings(rules=rules, options=self._rule_options(), suppressions=frozenset({"noqa"}),
-                        timeout_per_file=timeout, max_file_size=0)
+        return replace(base, rules=rules, options=options, suppressions=frozenset({"noqa"}), max_file_size=0,
+                       timeout_per_file=timeout if timeout != DEFAULT_TIMEOUT else base.timeout_per_file)
 
-    def _rule_options(self) -> dict[str, dict[str, Any]]:
+    def _pylint_options(self) -> dict[str, dict[str, Any]]:
+        """The rule options set in pylint's configuration to something other than their default."""
         values: dict[str, dict[str, Any]] = {}
         for rule in RULES:
             for opt in rule.options:
@@ -105,14 +134,20 @@ class HpInvariantsChecker(BaseRawFileChecker):
                     value = tuple(p.pattern if isinstance(p, re.Pattern) else p for p in value)
                 elif opt.kind == "csv":
                     value = tuple(value)
-                values.setdefault(rule.rule_id, {})[opt.name] = value
+                default = tuple(opt.default) if opt.kind != "bool" else opt.default
+                if value != default:
+                    values.setdefault(rule.rule_id, {})[opt.name] = value
         return values
 
     def process_module(self, node: "nodes.Module") -> None:
         """Run the shared pipeline on one module and add a pylint message per finding."""
         if not node.file:
             return
-        settings = self._settings(node.file)
+        try:
+            settings = self._settings(node.file)
+        except ConfigError as exc:
+            self.add_message("F9500", line=1, node=node, args=(f"configuration error: {exc}",))
+            return
         if not settings.rules:
             return
         try:
@@ -138,6 +173,19 @@ class HpInvariantsChecker(BaseRawFileChecker):
                 end_lineno=finding.end_line,
                 end_col_offset=finding.end_col,
             )
+
+
+class _LazyResolver:
+    """Stands for the checker's :class:`Resolver` before pylint has read its options."""
+
+    def __init__(self, checker: HpInvariantsChecker):
+        self._checker = checker
+
+    def is_excluded(self, path: str, given: str | None = None) -> bool:
+        return self._checker.resolver().is_excluded(path, given)
+
+    def config_for(self, path):
+        return self._checker.resolver().config_for(path)
 
 
 def _scope_at(module: "nodes.Module", line: int) -> "nodes.NodeNG":

@@ -294,12 +294,11 @@ def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResul
     return result
 
 
-def default_session(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> Session:
-    """A :class:`Session` over ``resolver`` with a :class:`Project` whose walk honours the check's
-    excludes (patterns that match the project root itself or its parents do not count, so a project
-    inside an excluded folder still sees its own files) and whose cache folder is ``cache_dir``, else
-    the ``cache-dir`` of the configuration governing the project root. ``use_cache`` also turns on the
-    per-file :class:`ResultsCache` in the same folder."""
+def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> Project:
+    """A :class:`Project` whose walk honours the check's excludes (patterns that match the project
+    root itself or its parents do not count, so a project inside an excluded folder still sees its own
+    files) and whose cache folder is ``cache_dir``, else the ``cache-dir`` of the configuration
+    governing the project root."""
 
     configs: dict[str, Any] = {}
 
@@ -313,9 +312,14 @@ def default_session(resolver: Resolver, cache_dir: str | None = None, use_cache:
     def cache_for(root: Path) -> str | None:
         return cache_dir or resolver.config_for(root).cache_dir
 
-    project = Project(cache_dir=cache_for, use_cache=use_cache, jobs=jobs, is_excluded=excluded)
-    return Session(resolver, project, ResultsCache(project) if use_cache else None)
+    return Project(cache_dir=cache_for, use_cache=use_cache, jobs=jobs, is_excluded=excluded)
 
+
+def default_session(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> Session:
+    """A :class:`Session` over ``resolver`` with the :func:`default_project` of that resolver;
+    ``use_cache`` also turns on the per-file :class:`ResultsCache` in the same cache folder."""
+    project = default_project(resolver, cache_dir, use_cache, jobs)
+    return Session(resolver, project, ResultsCache(project) if use_cache else None)
 
 
 def session_for_rules(rules: Sequence[Rule], options: dict[str, dict] | None = None, project: Project | None = None,

@@ -7,7 +7,9 @@ worker processes. What every caller gets from it, the same way:
   cores only make files wait, and a file that waits must never look slow (see
   :mod:`hp_invariants.limits`). :func:`effective_jobs` says when it lowered the number.
 * A worker that dies (killed by the OOM killer, a signal, a crash in C code) becomes a per-item
-  result: the items it had not returned are handed to ``on_dead`` instead of crashing the run.
+  result: the items not returned yet are run again, one at a time in a single fresh worker, so the
+  item that kills its worker is found exactly and handed to ``on_dead``; the others get their
+  normal result. The run never crashes.
 * No worker outlives its parent: on Linux each worker asks the kernel for ``SIGKILL`` when its
   parent dies (``prctl(PR_SET_PDEATHSIG)``); elsewhere a watchdog thread in the worker exits when
   the parent is gone. So a ``SIGKILL``-ed ``hp-invariants fix -j 2`` leaves no worker running.
@@ -109,16 +111,50 @@ def parallel_map(
 
     jobs = min(jobs, len(items))
     size = chunk or max(1, min(64, len(items) // (jobs * 4) or 1))
-    bounds = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
     out: list[R] = []
+    try:
+        _pool_map(fn, items, jobs, size, out)
+    except BrokenProcessPool:
+        out.extend(_isolate(fn, items[len(out):], on_dead))
+    return out
+
+
+def _pool_map(fn: Callable[[T], R], items: Sequence[T], jobs: int, size: int, out: list) -> None:
+    """Extend ``out`` with ``fn(item)`` in item order, computed by ``jobs`` forked workers in chunks of
+    ``size`` items. Raises ``BrokenProcessPool`` when a worker dies (``out`` then holds the results
+    returned before)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    bounds = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
     _TASK.update(fn=fn, items=items)
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
                                  initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             for part in pool.map(_run_chunk, bounds):
                 out.extend(part)
-    except BrokenProcessPool:
-        out.extend(on_dead(item) for item in items[len(out):])
     finally:
         _TASK.clear()
+
+
+def _isolate(fn: Callable[[T], R], items: Sequence[T], on_dead: Callable[[T], R]) -> list[R]:
+    """Run ``items`` one at a time in a single worker (a new one after each death): the item being
+    run when a worker dies is the one that killed it and gets ``on_dead(item)``."""
+    out: list[R] = []
+    while len(out) < len(items):
+        try:
+            done: list[R] = []
+            try:
+                _pool_map(fn, items[len(out):], 1, 1, done)
+            finally:
+                out.extend(done)
+        except BrokenProcessPool:
+            out.append(on_dead(items[len(out)]))
     return out
+
+
+try:  # only where a pool can run
+    from concurrent.futures.process import BrokenProcessPool
+except ImportError:  # pragma: no cover
+    class BrokenProcessPool(Exception):  # type: ignore[no-redef]
+        """Stand-in where process pools are not available."""

@@ -99,3 +99,12 @@ def blocked_torch_env(tmp_path: Path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(blocker), env.get("PYTHONPATH", "")])
     env["HP_INVARIANTS_CACHE_DIR"] = str(tmp_path / "cache")
     return env
+
+
+def unexcluded_config(tmp_path: Path) -> Path:
+    """A pyproject with an empty ``[tool.hp-invariants]`` table: front ends that apply ``exclude`` to
+    every file (the pylint plugin, the codemods) check the fixtures under it, since this repository's
+    own configuration excludes them (they are violations on purpose)."""
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.hp-invariants]\n")
+    return config

@@ -7,11 +7,13 @@ nothing the command could fix.
 
 from __future__ import annotations
 
+import tempfile
 import unittest
+from pathlib import Path
 
 from libcst.codemod import CodemodContext, CodemodTest
 
-from fixturelib import codemod_cases
+from fixturelib import codemod_cases, unexcluded_config
 from hp_invariants import codemods, engine, fixer
 from hp_invariants.project import Project
 from hp_invariants.registry import get_rule
@@ -25,6 +27,11 @@ def _command_for(rule_symbol: str) -> type:
 class _RuleCodemodCase(CodemodTest):
     """Base for the generated ``CodemodTest`` classes (``TRANSFORM`` is set per rule)."""
 
+    def setUp(self) -> None:
+        folder = tempfile.TemporaryDirectory(prefix="hp-codemod-")
+        self.addCleanup(folder.cleanup)
+        self.config = str(unexcluded_config(Path(folder.name)))
+
     def run_case(self, case) -> None:
         before = case.before.read_bytes().decode()
         after = case.after.read_bytes().decode()
@@ -33,9 +40,9 @@ class _RuleCodemodCase(CodemodTest):
         context = CodemodContext(filename=str(case.before))
         unchanged = CodemodTest.make_fixture_data(before) == CodemodTest.make_fixture_data(after)
         self.assertCodemod(before, after, context_override=CodemodContext(filename=str(case.before)),
-                           expected_skip=unchanged)
+                           expected_skip=unchanged, config=self.config)
         # idempotent: the expected output is left alone by a second pass
-        self.assertCodemod(after, after, context_override=context, expected_skip=True)
+        self.assertCodemod(after, after, context_override=context, expected_skip=True, config=self.config)
         # and check reports nothing the command could fix any more
         source = SourceFile(path=str(case.before), text=CodemodTest.make_fixture_data(after))
         session = engine.session_for_rules([get_rule(case.rule)], project=Project(use_cache=False))

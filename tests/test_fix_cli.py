@@ -142,3 +142,49 @@ def test_fix_counts_findings_not_edits(tmp_path: Path):
 def test_diff_headers_for_absolute_paths(gated: Path):
     _, out, _ = run_cli("fix", "--diff", str(gated))
     assert out.startswith(f"--- {gated}\n+++ {gated}\n")
+
+
+def test_fix_summary_left_by_reason(tmp_path: Path):
+    """Regression: "1 left that need a manual fix (1 of them with --unsafe-fixes)" contradicted itself;
+    the summary counts what was fixed and what is left, by reason."""
+    (tmp_path / "pyproject.toml").write_text("")
+    ro = tmp_path / "ro.py"
+    ro.write_text("def init(model, ws):\n    if ws > 1:\n        fully_shard(model)\n")
+    os.chmod(ro, 0o444)
+    report_only = tmp_path / "early.py"
+    report_only.write_text("class S:\n    def init(self):\n        if not self.is_shard:\n            return\n"
+                           "        self.p.reset_sharded_param()\n        self.other()\n")
+    _, _, err = run_cli("fix", "--no-cache", str(ro), str(report_only))
+    assert "fixed 0 finding(s) in 0 file(s); 2 left: 1 in file(s) not written (read-only or changed on disk), " \
+           "1 to fix by hand (no automatic fix)." in err
+    from hp_invariants.cli import fix_summary
+    from hp_invariants.model import Applicability, Finding, Fix
+
+    unsafe = Finding("E9501", "s", "p.py", 1, 0, 1, 1, "m", fix=Fix((), Applicability.UNSAFE, "m"))
+    assert fix_summary(1, 1, [unsafe], 0, unsafe=False, preview=False) == \
+        "fixed 1 finding(s) in 1 file(s); 1 left: 1 fixable with --unsafe-fixes."
+    assert fix_summary(0, 0, [unsafe], 0, unsafe=True, preview=True) == \
+        "would fix 0 finding(s) in 0 file(s); 1 left: 1 to fix by hand (no automatic fix)."
+    assert fix_summary(3, 2, [], 0, unsafe=False, preview=False) == "fixed 3 finding(s) in 2 file(s); none left."
+
+
+@pytest.mark.parametrize("tool", ["git", "patch"])
+@pytest.mark.parametrize("spelling", [".", "./src", "src", "src/"])
+def test_diff_applies_with_git_apply_and_patch(tmp_path: Path, monkeypatch, tool: str, spelling: str):
+    """Regression: a default path `.` gave headers `a/./src/...` that git apply rejected."""
+    import subprocess
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "src").mkdir()
+    target = tmp_path / "src" / "gated.py"
+    target.write_text(GATED)
+    monkeypatch.chdir(tmp_path)
+    code, diff, _ = run_cli("fix", "--no-cache", "--diff", spelling)
+    assert code == 1 and "--- a/src/gated.py\n+++ b/src/gated.py\n" in diff
+    (tmp_path / "change.diff").write_text(diff)
+    if tool == "git":
+        subprocess.run(["git", "init", "-q"], check=True)
+        subprocess.run(["git", "apply", "change.diff"], check=True)
+    else:
+        subprocess.run(["patch", "-p1", "-s", "-i", "change.diff"], check=True)
+    assert run_cli("check", "--no-cache", "src")[0] == 0

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fixturelib import FIXTURES, blocked_torch_env, checker_cases, codemod_cases, fixtures_without_expectations
+from fixturelib import (FIXTURES, blocked_torch_env, checker_cases, codemod_cases, fixtures_without_expectations,
+                        unexcluded_config)
 from hp_invariants import engine, fixer
 from hp_invariants.cli import main
 from hp_invariants.project import Project
@@ -58,9 +59,14 @@ def test_pylint_plugin_reports_the_same_findings_without_torch(tmp_path):
     assert probe.returncode != 0 and "torch is not installed here" in probe.stderr
     files = sorted({str(p) for case in CHECKER for p in case.files})
     symbols = ",".join(r.rule_id for r in RULES)
+    # the fixtures are excluded by this repository's [tool.hp-invariants] (violations on purpose), and
+    # the plugin applies exclude to every module (pylint cannot say which were named): check them under
+    # an explicit configuration, as the CLI does with files named on its command line
+    config = unexcluded_config(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-m", "pylint", "--load-plugins=hp_invariants.checkers", "--disable=all",
-         f"--enable={symbols}", "--output-format=json", "--score=n", "--persistent=n", *files],
+         f"--enable={symbols}", f"--hp-invariants-config={config}", "--output-format=json", "--score=n",
+         "--persistent=n", *files],
         env=env, capture_output=True, text=True, cwd=FIXTURES,
     )
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -95,14 +101,14 @@ def test_fix_produces_expected_output_and_is_idempotent(case, unsafe, tmp_path):
 
 
 @pytest.mark.parametrize("case", CODEMOD, ids=lambda c: c.name)
-def test_libcst_codemod_command_matches_fix(case):
+def test_libcst_codemod_command_matches_fix(case, tmp_path):
     from libcst.codemod import CodemodContext, TransformSkip, TransformSuccess, transform_module
 
     from hp_invariants import codemods
 
     rule = get_rule(case.rule)
     command_cls = codemods.COMMANDS[rule.rule_id]
-    command = command_cls(CodemodContext(filename=str(case.before)))
+    command = command_cls(CodemodContext(filename=str(case.before)), config=str(unexcluded_config(tmp_path)))
     before = case.before.read_bytes().decode()
     result = transform_module(command, before)
     expected = case.after.read_bytes().decode()

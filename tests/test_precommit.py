@@ -69,3 +69,11 @@ def test_hook_rejects_violation_passes_clean_and_empty(hook_repo: Path, user_rep
     _git(user_repo, "add", "state.py")
     clean = _try_repo(hook_repo, user_repo, "hp-invariants", home)
     assert clean.returncode == 0, clean.stdout + clean.stderr
+    # a suppressed violation: both hooks pass, the fix hook leaves it alone (one pipeline)
+    suppressed = GATED.replace("p.reset_sharded_param()", "p.reset_sharded_param()  # noqa: E9502")
+    (user_repo / "kept.py").write_text(suppressed)
+    _git(user_repo, "add", "kept.py")
+    for hook in ("hp-invariants", "hp-invariants-fix"):
+        run = _try_repo(hook_repo, user_repo, hook, home)
+        assert run.returncode == 0, hook + run.stdout + run.stderr
+    assert (user_repo / "kept.py").read_text() == suppressed

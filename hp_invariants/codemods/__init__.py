@@ -16,7 +16,8 @@ from hp_invariants.codemods.fix_all import FixAllCommand
 from hp_invariants.registry import RULES
 
 COMMANDS = {rule.rule_id: command_for(rule) for rule in RULES}
-"""Rule id -> codemod command class."""
+"""Rule id -> codemod command class (of the rules registered when this package was imported; for
+a rule registered later, :func:`command_for`)."""
 
 globals().update({command.__name__: command for command in COMMANDS.values()})
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+from pathlib import Path
 from typing import ClassVar, Sequence
 
 import libcst as cst
@@ -27,38 +27,40 @@ from hp_invariants.model import Rule
 from hp_invariants.registry import RULES
 from hp_invariants.source import SourceFile
 
-_SESSIONS: dict[tuple[str, ...], engine.Session] = {}
-
-
-def session_for(rules: Sequence[Rule]) -> engine.Session:
-    """The session codemods share in this process (per set of known rules): per-file configuration
-    read from each file's pyproject, project facts cached as for the CLI."""
-    key = tuple(r.rule_id for r in rules)
-    if key not in _SESSIONS:
-        _SESSIONS[key] = engine.default_session(Resolver(rules))
-    return _SESSIONS[key]
+def session_for(rules: Sequence[Rule], config: str | None = None) -> engine.Session:
+    """A session over ``rules``: per-file configuration read from each file's pyproject (``config``:
+    this pyproject for every file, as the CLI's ``--config``), project facts cached as for the CLI.
+    A command keeps one for the files it transforms (libcst reuses a command for many files)."""
+    return engine.default_session(Resolver(rules, config_file=Path(config) if config else None))
 
 
 class RuleCodemod(CodemodCommand):
     """Apply the fixes of the rules ``RULE_IDS`` (all rules when empty) to a module.
 
-    Options: ``--unsafe-fixes`` also applies fixes marked unsafe. Raises
-    :class:`libcst.codemod.SkipFile` when nothing applies or the file is excluded by its
-    configuration (libcst reports it as skipped), and
+    Options: ``--unsafe-fixes`` also applies fixes marked unsafe; ``--config PYPROJECT`` reads the
+    configuration from that file for every module. Raises
+    :class:`libcst.codemod.SkipFile` when nothing applies or the file matches an ``exclude`` pattern of
+    its configuration (libcst walks folders itself and cannot say which files were named, so exclude
+    applies to all, as for the pylint plugin; libcst reports the file as skipped), and
     :class:`hp_invariants.config.ConfigError` for an invalid configuration.
     """
 
     RULE_IDS: ClassVar[Sequence[str]] = ()
 
-    def __init__(self, context: CodemodContext, unsafe_fixes: bool = False) -> None:
+    def __init__(self, context: CodemodContext, unsafe_fixes: bool = False, config: str | None = None) -> None:
         super().__init__(context)
         self.unsafe_fixes = unsafe_fixes
+        self.config = config
+        self._session: engine.Session | None = None
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
-        """Add ``--unsafe-fixes`` to libcst's command line."""
+        """Add ``--unsafe-fixes`` and ``--config`` to libcst's command line."""
         arg_parser.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true",
                                 help="also apply fixes marked unsafe")
+        arg_parser.add_argument("--config", dest="config", metavar="PYPROJECT", default=None,
+                                help="read [tool.hp-invariants] from this file for every module "
+                                     "(default: each module's nearest pyproject.toml that has the table)")
 
     @classmethod
     def rules(cls) -> list[Rule]:
@@ -68,9 +70,11 @@ class RuleCodemod(CodemodCommand):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         """Return ``tree`` with the fixes applied (re-parsed with libcst)."""
         path = self.context.filename or os.path.join(os.getcwd(), "<module>.py")
-        session = session_for(_registry())
-        if session.resolver is not None and session.resolver.force_excluded(path):
-            raise SkipFile("excluded by the configuration")
+        if self._session is None:
+            self._session = session_for(_registry(), self.config)
+        session = self._session
+        if session.resolver is not None and session.resolver.config_for(path).is_excluded(path):
+            raise SkipFile("excluded by the configuration")  # libcst walks folders itself: exclude applies
         settings = session.settings_for(path)
         source = SourceFile(path=path, text=tree.code, encoding=tree.encoding)
         outcome = fixer.fix_source(session, source, settings, unsafe=self.unsafe_fixes, rules=self.rules())
@@ -81,7 +85,7 @@ class RuleCodemod(CodemodCommand):
 
 def _registry() -> tuple[Rule, ...]:
     """The registry's rules, read at call time (so a rule registered later is seen)."""
-    return tuple(sys.modules["hp_invariants.registry"].RULES) if "hp_invariants.registry" in sys.modules else RULES
+    return tuple(RULES)
 
 
 _COMMANDS: dict[str, type[RuleCodemod]] = {}

@@ -1,0 +1,213 @@
+"""The architecture stays easy to see: no import cycle inside the package, and a rule added from
+outside (a fifth rule registered by this test) shows up in every front end without touching any
+other file: ``check``, ``fix``, the pylint plugin, ``rules``, ``explain`` and a libcst codemod."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import io
+import json
+import pkgutil
+import subprocess
+import sys
+import textwrap
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+import hp_invariants
+from hp_invariants import registry
+from hp_invariants.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# ---------------------------------------------------------------------- import graph
+def _modules() -> dict[str, str]:
+    found = {m.name: importlib.util.find_spec(m.name).origin
+             for m in pkgutil.walk_packages(hp_invariants.__path__, "hp_invariants.")}
+    found["hp_invariants"] = hp_invariants.__file__
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports, at any level (function-level imports included;
+    ``if TYPE_CHECKING:`` blocks left out: they never run)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+        is_package = path.endswith("__init__.py")
+        typing_only = {id(sub) for node in ast.walk(tree) if isinstance(node, ast.If)
+                       and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
+                       for sub in ast.walk(node)}
+        deps: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    package = name if is_package else name.rsplit(".", 1)[0]
+                    for _ in range(node.level - 1):
+                        package = package.rsplit(".", 1)[0]
+                    base = package + (f".{node.module}" if node.module else "")
+                for alias in node.names:
+                    deps.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+        graph[name] = {d for d in deps if d in modules and d != name}
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every cycle a depth-first walk meets (empty: the graph is acyclic)."""
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    return cycles
+
+
+def test_no_import_cycle_inside_the_package():
+    graph = import_graph()
+    assert "hp_invariants.engine" in graph and "hp_invariants.rules.undefined_method_call.index" in graph
+    assert find_cycles(graph) == []
+
+
+def test_cycle_finder_finds_a_function_level_cycle():
+    # the shape the redesign removed: engine imported the class index inside a function, and the
+    # index imported the engine's time budget inside another
+    assert find_cycles({"engine": {"index"}, "index": {"engine"}}) == [["engine", "index", "engine"]]
+
+
+def test_engine_does_not_know_any_rule():
+    graph = import_graph()
+    for module in ("hp_invariants.engine", "hp_invariants.project", "hp_invariants.config",
+                   "hp_invariants.fixer", "hp_invariants.runner"):
+        assert not any(dep.startswith("hp_invariants.rules") for dep in graph[module]), module
+
+
+# ---------------------------------------------------------------------- a fifth rule
+FIFTH_RULE = '''\
+"""# E9599 demo-print-call
+
+## What it does
+Flags `print(...)` calls (a demo rule registered by a test).
+
+## Fix safety
+Safe: `print(` becomes `log(`.
+"""
+
+from hp_invariants.model import Applicability, Edit, Rule
+
+
+class DemoPrintCall(Rule):
+    """A tiny rule for the architecture test: one module, one registry line."""
+
+    rule_id = "E9599"
+    symbol = "demo-print-call"
+    summary = "A print() call (demo rule)"
+    msg = "print() call in %s"
+    prefilter = ("print",)
+
+    def check(self, ctx):
+        import ast
+
+        for node in ctx.nodes_of(ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id == "print":
+                (line, col), (end_line, end_col) = ctx.node_range(node.func)
+                fix = ctx.make_fix([Edit((line, col), (end_line, end_col), "log")], "use log()",
+                                   Applicability.SAFE)
+                yield ctx.finding(self, node, ("demo",), fix=fix)
+'''
+
+
+@pytest.fixture
+def fifth_rule(tmp_path: Path, monkeypatch):
+    """The demo rule's module written to a folder on ``sys.path`` and registered for the test."""
+    plugin_dir = tmp_path / "plugins"
+    plugin_dir.mkdir()
+    (plugin_dir / "demo_rule.py").write_text(FIFTH_RULE)
+    monkeypatch.syspath_prepend(str(plugin_dir))
+    module = importlib.import_module("demo_rule")
+    rule = module.DemoPrintCall()
+    registry.register(rule)
+    try:
+        yield rule, plugin_dir
+    finally:
+        registry.unregister(rule)
+        sys.modules.pop("demo_rule", None)
+
+
+def _run(*args: str) -> tuple[int, str]:
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        code = main(list(args))
+    return code, buffer.getvalue()
+
+
+def test_a_rule_registered_from_outside_reaches_every_front_end(fifth_rule, tmp_path: Path):
+    rule, plugin_dir = fifth_rule
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("")
+    target = project / "m.py"
+    target.write_text("def f():\n    print('x')\n")
+    # rules and explain
+    code, out = _run("rules")
+    assert code == 0 and "E9599  demo-print-call" in out and "DemoPrintCallCommand" in out
+    code, out = _run("explain", "demo-print-call")
+    assert code == 0 and out.startswith("# E9599 demo-print-call")
+    # check (and --select by the new id)
+    code, out = _run("check", "--no-cache", "--format", "json", "--select", "E9599", str(project))
+    assert code == 1
+    assert [(f["id"], f["line"], f["column"]) for f in json.loads(out)["findings"]] == [("E9599", 2, 5)]
+    # a libcst codemod derived from the registry
+    from libcst.codemod import CodemodContext, TransformSuccess, transform_module
+
+    from hp_invariants.codemods import command_for
+
+    command = command_for(rule)
+    assert command.__name__ == "DemoPrintCallCommand"
+    result = transform_module(command(CodemodContext(filename=str(target))), target.read_text())
+    assert isinstance(result, TransformSuccess) and result.code == "def f():\n    log('x')\n"
+    # fix
+    code, _ = _run("fix", "--no-cache", "--select", "E9599", str(project))
+    assert code == 0 and target.read_text() == "def f():\n    log('x')\n"
+    # the pylint plugin, in a process where a plugin module registers the rule before ours loads
+    target.write_text("def f():\n    print('x')\n")
+    (plugin_dir / "demo_plugin.py").write_text(textwrap.dedent("""\
+        from hp_invariants import registry
+        from demo_rule import DemoPrintCall
+
+        registry.register(DemoPrintCall())
+        from hp_invariants.checkers import register  # noqa: E402
+        """))
+    env = {**__import__("os").environ, "PYTHONPATH": f"{plugin_dir}:{REPO}"}
+    proc = subprocess.run([sys.executable, "-m", "pylint", "--load-plugins=demo_plugin", "--disable=all",
+                           "--enable=E9599", "--output-format=json", "--score=n", "--persistent=n", str(target)],
+                          capture_output=True, text=True, env=env, cwd=project)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    messages = json.loads(proc.stdout)
+    assert [(m["message-id"], m["symbol"], m["line"]) for m in messages] == [("E9599", "demo-print-call", 2)]
+
+
+def test_register_refuses_a_clash():
+    with pytest.raises(ValueError, match="clashes"):
+        registry.register(registry.get_rule("E9501"))
