@@ -23,6 +23,7 @@ from pylint.interfaces import CONTROL_FLOW, HIGH, INFERENCE, UNDEFINED
 
 from hp_invariants.config import ConfigError, Resolver, Settings
 from hp_invariants.engine import Session, default_project
+from hp_invariants.history import plugin as history_plugin
 from hp_invariants.limits import DEFAULT_TIMEOUT
 from hp_invariants.model import Confidence, Option
 from hp_invariants.registry import RULES
@@ -88,6 +89,7 @@ class HpInvariantsChecker(BaseRawFileChecker):
             "help": "Read [tool.hp-invariants] from this file for every module (as the CLI's --config); "
                     "default: each module's nearest pyproject.toml that has the table.",
         }),
+        history_plugin.OPTION,
     )
 
     def __init__(self, linter: "PyLinter") -> None:
@@ -162,7 +164,8 @@ class HpInvariantsChecker(BaseRawFileChecker):
             elif prob.problem_id == "F0002":
                 self.add_message("F9500", line=1, node=node, args=(prob.message.removeprefix("internal error: "),))
             # E0001 (undecodable, syntax error): pylint reports syntax-error itself
-        for finding in result.findings:
+        findings = history_plugin.filter_findings(self.linter.config.hp_invariants_baseline, raw, result.findings)
+        for finding in findings:
             self.add_message(
                 finding.rule_id,
                 line=finding.line,

@@ -15,6 +15,7 @@ from typing import Sequence
 
 from hp_invariants import __version__, engine, output
 from hp_invariants.config import ConfigError, Overrides, Resolver, validate_codes
+from hp_invariants.history import cli as history_cli
 from hp_invariants.model import FileProblem, Finding
 from hp_invariants.registry import RULES, get_rule
 from hp_invariants.runner import effective_jobs
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("action", choices=("dir", "clear"), help="dir: print the folder; clear: delete its cache files")
     cache.add_argument("path", nargs="?", default=".", help="a file or folder of the project (default: .)")
     cache.add_argument("--cache-dir", metavar="DIR", help="the cache folder to show or clear")
+    history_cli.add_arguments(sub, check, fix, _common)
     sub.add_parser("rules", help="list the rules")
     explain = sub.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("rule", help="rule id or symbol, e.g. E9501 or local-tensor-view-not-detached")
@@ -146,8 +148,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     _fewer_gc_passes()
     session, jobs = _session(args)
     rules = list(RULES)
+    history_cli.prepare_check(args, session)  # restore-from-history for E9503
     result = engine.run_check(session, args.paths or ["."], jobs=jobs)
     findings, problems = result.findings, result.all_problems
+    history = history_cli.after_check(args, session, result)  # None unless a history feature is on
+    findings = history.findings if history else findings
     text = output.render(args.format, findings, problems, rules)
     if args.output_file:
         try:
@@ -169,9 +174,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         if problems:
             summary += f"; {len(problems)} could not be checked"
         print(summary + ".", file=sys.stderr)
-    if args.exit_zero and result.exit_code == 1:
+    history_cli.print_notes(history)
+    exit_code = history.exit_code(problems) if history else result.exit_code
+    if args.exit_zero and exit_code == 1:
         return 0
-    return result.exit_code
+    return exit_code
 
 
 def _write(stream, text: str) -> None:
@@ -197,8 +204,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
         for folder in sorted({os.path.dirname(os.path.realpath(p)) for p in files}):
             for stale in fixer.remove_stale_temp_files(folder):
                 print(f"hp-invariants: removed {stale}, left by an interrupted run", file=sys.stderr)
+    history = history_cli.fix_session(args, session)  # --since, --pin, restore-from-history for E9503
     results, problems = fixer.run_fix(session, args.paths or ["."], jobs=jobs, unsafe=args.unsafe_fixes,
                                       write=not args.diff)
+    history.finish(results)
     remaining = []
     fixed = changed_files = not_written = 0
     for res in results:
@@ -283,6 +292,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     try:
         rule = get_rule(args.rule)
     except KeyError:
+        if history_cli.explain(args.rule):
+            return 0
         known = ", ".join(f"{r.rule_id} ({r.symbol})" for r in RULES)
         print(f"hp-invariants: unknown rule {args.rule!r}; known rules: {known}", file=sys.stderr)
         return 2
@@ -308,9 +319,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_cache(args)
         if args.command == "rules":
             return cmd_rules()
+        if args.command in history_cli.COMMANDS:
+            return history_cli.run_command(args, _session)
         return cmd_explain(args)
     except ConfigError as exc:
         print(f"hp-invariants: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except history_cli.HistoryError as exc:
+        print(f"hp-invariants: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

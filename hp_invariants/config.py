@@ -77,6 +77,9 @@ GENERAL_KEYS = {
     "timeout-per-file",
     "max-file-size",
 }
+#: keys of the history features, validated by :mod:`hp_invariants.history.cli`
+HISTORY_KEYS = {"baseline", "pins", "restore-from-history"}
+GENERAL_KEYS |= HISTORY_KEYS
 
 
 class ConfigError(Exception):
@@ -156,6 +159,7 @@ class Config:
     source: str = ""
     timeout_per_file: float = DEFAULT_TIMEOUT
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    history: dict[str, Any] = field(default_factory=dict)  # HISTORY_KEYS as written in the table
 
     # ------------------------------------------------------------------ rule selection
     def enabled_rules(self, rules: Sequence[Rule]) -> list[Rule]:
@@ -311,6 +315,8 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
             config.timeout_per_file = check_number(value, key, where)
         elif key == "max-file-size":
             config.max_file_size = int(check_number(value, key, where) * 2**20)
+        elif key in HISTORY_KEYS:
+            config.history[key] = value
         elif key in options_by_name:
             rule, opt = options_by_name[key]
             config.options.setdefault(rule.rule_id, {})[key] = coerce_option(opt, value, where)

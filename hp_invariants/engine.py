@@ -111,6 +111,23 @@ class Session:
         """Return the resolved :class:`Settings` of ``path``."""
         return self._settings_for(path)
 
+    def map_settings(self, fn: Callable[[Settings], Settings]) -> None:
+        """From now on, give every file ``fn(settings)`` instead of its resolved settings (a front end
+        wrapping rules, e.g. the history features). Every stage reads settings through
+        :meth:`settings_for`, so ``check``, each ``fix`` round and forked ``-j`` workers all see it;
+        ``fn`` is applied once per distinct settings object (the results are memoized)."""
+        inner = self._settings_for
+        memo: dict[int, tuple[Settings, Settings]] = {}
+
+        def mapped(path: str) -> Settings:
+            base = inner(path)
+            hit = memo.get(id(base))
+            if hit is None or hit[0] is not base:
+                hit = memo[id(base)] = (base, fn(base))
+            return hit[1]
+
+        self._settings_for = mapped
+
     # ------------------------------------------------------------------ the stages
     def analyze(self, source: SourceFile, tree: ast.Module, settings: Settings,
                 rules: Sequence[Rule] | None = None, project: Any = None) -> list[Finding]:
@@ -168,7 +185,7 @@ class Session:
         if settings.max_file_size and len(raw) > settings.max_file_size:
             return FileResult(path=path, problems=[problem(path, FileTooLargeError(path, len(raw),
                                                                                     settings.max_file_size))])
-        if self.results is None:
+        if self.results is None or not _cacheable(settings):
             return self._check(path, raw, settings, None)
         digest = content_digest(raw)
         try:
@@ -349,6 +366,15 @@ class _TrackingProject:
 
     def __getattr__(self, name: str):
         return getattr(self.project, name)
+
+
+def _cacheable(settings: Settings) -> bool:
+    """True when every rule of ``settings`` is one of the bundled rules (a class defined under
+    :mod:`hp_invariants.rules`): their findings are a function of the file, its settings and the
+    project facts they read, and the cache's version tag covers their code. A rule wrapped by a front
+    end (the history features' proxies, whose findings also depend on git and on pin files) or added
+    by a plugin is not: such files are always checked afresh."""
+    return all(type(rule).__module__.startswith("hp_invariants.rules.") for rule in settings.rules)
 
 
 CACHEABLE_PROBLEMS = frozenset({"E0001"})

@@ -98,6 +98,10 @@ def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], r
         }
         if f.rule_id in rule_index:
             result["ruleIndex"] = rule_index[f.rule_id]
+        if f.fingerprint:
+            result["partialFingerprints"] = {"hpInvariantsFingerprint/v1": f.fingerprint}
+        if f.baseline_state:
+            result["baselineState"] = f.baseline_state
         if f.fix:
             result["fixes"] = [{
                 "description": {"text": f.fix.message},

@@ -205,7 +205,9 @@ def test_cache_dir_and_clear(tmp_path, capsys, monkeypatch):
     assert main(["check", str(root)]) == 0
     capsys.readouterr()
     folder = root / ".hp-cache"
-    assert any(folder.glob("project-*.json")) and any(folder.glob("results-*.json"))
+    assert any(folder.glob("project-*.json"))
+    engine.run_check(_session(folder), [str(root)])  # the results cache (the CLI wraps E9503: see below)
+    assert any(folder.glob("results-*.json"))
     (folder / "keep.txt").write_text("not ours")
     (folder / "project-0123456789abcdef0123.pickle").write_bytes(b"old format: removed, never read")
     assert main(["cache", "clear"]) == 0
@@ -354,3 +356,24 @@ def test_module_names_from_the_walk_match_module_name(tmp_path):
     rels = [e[1] for e in project_module.project_entries(str(root))]
     names = project_module.module_names(root, rels)
     assert names == {rel: module_name(root / rel)[0] for rel in rels}
+
+
+def test_wrapped_or_plugin_rules_are_never_served_from_the_results_cache(tmp_path):
+    from hp_invariants.history.proxy import RuleProxy
+
+    root = _project(tmp_path)
+    (root / "pkg" / "base.py").write_text(BASE.replace("def step", "def stop"))
+    cache = tmp_path / "cache"
+    engine.run_check(_session(cache), [str(root)])  # fills the results cache
+    calls = []
+
+    def transform(findings, ctx):
+        calls.append(ctx.path)
+        return findings
+
+    session = _session(cache)
+    session.map_settings(lambda base: __import__("dataclasses").replace(
+        base, rules=tuple(RuleProxy(r, transform) for r in base.rules)))
+    result = engine.run_check(session, [str(root)])
+    assert len(result.findings) == 1 and calls  # the wrapped rules ran: nothing came from the cache
+    assert session.results.stats == {"hits": 0, "misses": 0}

@@ -399,3 +399,74 @@ def test_deeply_nested_loops_stay_fast():
         body += indent * (depth + 1) + f"for x{depth} in xs:\n"
     body += indent * 31 + "v = t[:1]\n" + indent * 31 + "p._local_tensor = v\n"
     assert len(check(body)) == 1
+
+
+# ---------------------------------------------------------------------- helpers, loops, receivers (issue 11)
+HELPER = """
+import torch
+
+def _shard(t, n):
+    return t.narrow(0, 0, n)
+
+def reset(self, t, n):
+    {prefix}self.p._local_tensor = _shard(t, n)
+"""
+
+
+@pytest.mark.parametrize("prefix, confidence", [
+    ("", Confidence.INFERENCE),
+    ("with torch.no_grad():\n        ", Confidence.HIGH),  # the helper runs under its caller's no_grad
+])
+def test_helper_view_takes_the_grad_mode_of_its_call(prefix, confidence):
+    (finding,) = check(HELPER.format(prefix=prefix))
+    assert finding.confidence is confidence
+    assert finding.message.startswith("'narrow' view")
+    assert (finding.fix.applicability is Applicability.SAFE) == (confidence is Confidence.HIGH)
+
+
+def test_recursive_and_mutually_recursive_helpers_terminate():
+    code = """
+    def a(t, n):
+        return b(t, n - 1) if n else t.view(-1)
+
+    def b(t, n):
+        return a(t, n)
+
+    def loop(t):
+        return loop(t)
+
+    def reset(self, t):
+        self.p._local_tensor = a(t, 3)
+        self.q._local_tensor = loop(t)
+    """
+    assert [f.line for f in check(code)] == [12]
+
+
+def test_helper_of_another_class_or_shadowed_name_is_not_followed():
+    code = """
+    def _shard(t):
+        return t[:1]
+
+    class A:
+        def m(self, t):
+            return t[:1]
+
+    class B:
+        def run(self, t, _shard):
+            self.p._local_tensor = _shard(t)  # a parameter, not the module function
+            self.q._local_tensor = self.m(t)  # B has no m
+    """
+    assert check(code) == []
+
+
+@pytest.mark.parametrize("receiver, flagged", [
+    ("p.grad", False), ("p.main_grad", False), ("sharded_grad", False), ("grads[0]", False),
+    ("self.flat_buffer", False), ("param_grad", False),
+    ("p", True), ("grad_param", True), ("self.sharded_param", True), ("gradual", True), ("buffer_weight", True),
+])
+def test_gradient_and_buffer_receivers_are_not_parameters(receiver, flagged):
+    code = f"""
+    def bind(p, sharded_grad, grads, param_grad, grad_param, gradual, buffer_weight, flat):
+        {receiver}._local_tensor = flat[:1]
+    """
+    assert bool(check(code)) is flagged

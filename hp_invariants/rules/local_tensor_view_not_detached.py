@@ -37,13 +37,41 @@ variable to something that is not a view (`v = v.detach()`, `v = v.clone()`, `v 
 ends the track. Values that are clean: a chain ending in `.detach()`, `.clone()` or `.data`.
 `v.detach_()` does *not* clean: on a view it raises `RuntimeError: Can't detach views in-place`.
 
+The value may also come from a helper of the same file: a module function, a function nested in
+the scope or a lambda bound to a local, a method (`self.m(...)`, `cls.m(...)`, `Cls.m(...)`, looked up in the class and its bases
+defined in the file), a `@property`/`cached_property` read as `self.p`, or a generator; the helper
+is walked once and whatever view it returns or yields is a view made by the call. Tuples and lists
+keep their positions (`local, pad = helper(t)` when the helper returns `(view, pad)`;
+`pair = (view, n)`), comprehensions keep their element (`[c.view(-1) for c in t.chunk(n)]`), and
+loops over `zip(...)`/`enumerate(...)` bind each target to its own iterable's item
+(`for p, shard in zip(params, flat.split(sizes))`). Helpers in other files are not followed.
+
+Only stores into a *parameter's* local tensor are the invariant. A gradient or a buffer is never an
+optimizer leaf, so a view of a flat reduce-scatter or buffer storage is how such DTensors are
+normally built. A store is skipped when its receiver is evidently one: it is reached through an
+attribute or name with a token `grad`/`grads`/`gradient(s)`/`buf(s)`/`buffer(s)` whose last token is
+not `param(s)`/`parameter(s)`/`weight(s)` (`p.grad`, `p.main_grad`, `sharded_grad`, `grads[i]`,
+`flat_buffer`; `grad_param` is a parameter), a local bound from one, an item of `.buffers()` /
+`.named_buffers()` or `get_buffer(...)`. Where the stored tensor comes from is *not* such evidence:
+the incident's base, and FSDP2's, is itself a freshly allocated tensor (a padded or pinned copy)
+under no_grad, and the store into the parameter is still the bug.
+
+Spellings of the class (each has a flagged fixture and a clean twin, with `.clone()`, `.detach()`
+or a non-view element as the near miss): the view stored directly or through locals; a chain; an
+element of `split`/`chunk` by index, unpacking or loop; moved into a helper function, a method of a
+base class, a static/class method, a nested function, a lambda, a property, a generator; carried in a tuple
+or list or a comprehension; looped with `zip`/`enumerate`; a tuple store; `setattr`. Near misses
+that stay clean: stores into gradients and buffers, helpers that detach or copy, a same-named method
+of an unrelated class, an attribute that is not a property of the file.
+
 Confidence is `HIGH` when the view is created inside a no-grad region: `with torch.no_grad()`,
 `torch.inference_mode()` (not `inference_mode(False)`), `torch.set_grad_enabled(False)` (as a
 context manager or as a statement earlier in the same block), a function decorated with
 `@torch.no_grad()` / `@torch.inference_mode()`, or a context manager or decorator whose last name
 is in option `no-grad-contexts` (`no_grad()` after `from torch import no_grad` matches).
 `torch.enable_grad()` inside such a region switches it off again. Otherwise it is `INFERENCE`.
-Only the function that creates the view is examined: a caller's `no_grad` gives `INFERENCE`.
+Only the function that creates the view is examined: a caller's `no_grad` gives `INFERENCE`,
+except for a helper of the file, which runs under the grad mode of its call.
 
 Location: the view expression when it is written in the store statement itself
 (`x._local_tensor = t.narrow(...)` points at `t.narrow(...)`), otherwise the store statement
@@ -182,6 +210,12 @@ class _Origin:
     anchor: ast.AST
     nograd: bool
     var: str = ""
+    # ``coll`` (a tuple/list literal, a comprehension, a helper's tuple result): the origins of each
+    # element (``items``), positional when ``fixed``. ``elem``: an element of a seq or of a helper's
+    # tuple with no expression of its own (becomes ``unpack`` where a name binds it, ``view`` where
+    # it is subscripted). ``nonparam``: the name holds a gradient or a buffer, not a parameter.
+    items: tuple = ()
+    fixed: bool = True
 
 
 _EMPTY: frozenset = frozenset()
@@ -253,15 +287,19 @@ class LocalTensorViewNotDetached(Rule):
         if not stores:
             return
         torch_aliases, imported, modules = _torch_imports(ctx.tree, ctx.nodes_of(ast.Import, ast.ImportFrom))
-        scopes: list[tuple[list[ast.stmt], bool]] = []
+        helpers = _Helpers(ctx.tree, attrs, nograd_names, torch_aliases, imported, modules)
+        scopes: list[tuple[list[ast.stmt], bool, str | None]] = []
         for scope in stores:
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 decorated = any(_is_nograd_ctx(d, nograd_names) is True for d in scope.decorator_list)
-                scopes.append((scope.body, decorated))
+                owner = ctx.parent(scope)
+                scopes.append((scope, decorated, owner.name if isinstance(owner, ast.ClassDef) else None))
             else:
-                scopes.append((scope.body, False))
-        for body, nograd in scopes:
-            walker = _Walker(attrs, nograd_names, torch_aliases, imported, modules)
+                scopes.append((scope, False, None))
+        for scope, nograd, owner in scopes:
+            body = scope.body
+            walker = _Walker(attrs, nograd_names, torch_aliases, imported, modules, helpers, owner,
+                             _local_names(scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else _EMPTY)
             walker.block(body, {}, nograd)
             for sink in sorted(walker.sinks.values(), key=lambda s: (s.node.lineno, s.node.col_offset)):
                 finding = self._finding(ctx, sink)
@@ -416,13 +454,20 @@ class _Walker:
     """
 
     def __init__(self, attrs: frozenset, nograd_names: frozenset, torch_aliases: frozenset, imported: dict,
-                 modules: frozenset = frozenset()):
+                 modules: frozenset = frozenset(), helpers: "_Helpers | None" = None, owner: str | None = None,
+                 local_names: frozenset = frozenset()):
         self.attrs = attrs
         self.modules = modules | torch_aliases
         self.nograd_names = nograd_names
         self.torch_aliases = torch_aliases
         self.imported = imported
+        self.helpers = helpers
+        self.owner = owner  # the class whose method is walked (resolves self.m(...) and properties)
+        self.local_names = local_names  # parameters and assigned names: they shadow the file's functions
         self.sinks: dict[tuple[int, str], _Sink] = {}
+        # set by _Helpers.summary: the origins of every returned / yielded value of a helper
+        self.returns: list[frozenset] | None = None
+        self.yields: list[frozenset] | None = None
 
     # ------------------------------------------------------------------ statements
     def block(self, stmts: Iterable[ast.stmt], state: dict | None, nograd: bool) -> dict | None:
@@ -450,20 +495,22 @@ class _Walker:
             if stmt.value is not None:
                 self.bind(stmt.target, stmt.value, self.ev(stmt.value, state, nograd), stmt, state, new, nograd)
             return new
-        if isinstance(stmt, (ast.Return, ast.Raise)):
+        if isinstance(stmt, ast.Return):
+            if self.returns is not None and stmt.value is not None:
+                self.returns.append(_kept(self.ev(stmt.value, state, nograd).all()))
+            return None
+        if isinstance(stmt, ast.Raise):
             return None
         if isinstance(stmt, ast.If):
             return _join(self.block(stmt.body, dict(state), nograd), self.block(stmt.orelse, dict(state), nograd))
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            iterated = self.ev(stmt.iter, state, nograd)
-            seq_ops = [o.op for o in iterated.all() if o.kind == "seq"]
+            shape = self.iter_items(stmt.iter, state, nograd)
 
             def enter(entry: dict) -> dict:
                 new = dict(entry)
                 for name in _names_in_target(stmt.target):
                     new.pop(name, None)
-                if seq_ops and isinstance(stmt.target, ast.Name):
-                    new[stmt.target.id] = frozenset({_Origin("unpack", seq_ops[0], stmt, nograd, stmt.target.id)})
+                self.bind_items(stmt.target, shape, stmt, new, nograd)
                 return new
 
             first = self.block(stmt.body, enter(state), nograd)
@@ -512,6 +559,8 @@ class _Walker:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             new = dict(state)
             new.pop(stmt.name, None)
+            if not isinstance(stmt, ast.ClassDef) and self.helpers is not None:
+                new[stmt.name] = frozenset({_Origin("func", stmt.name, stmt, False)})  # a nested helper
             return new
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             new = dict(state)
@@ -525,19 +574,30 @@ class _Walker:
                     new.pop(target.id, None)
             return new
         if isinstance(stmt, ast.Expr):
-            self.ev(stmt.value, state, nograd)  # walrus bindings are not tracked further
+            if isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):
+                if self.yields is not None and stmt.value.value is not None:
+                    value = self.ev(stmt.value.value, state, nograd).all()
+                    if isinstance(stmt.value, ast.YieldFrom):
+                        value = _items(value, None)
+                    self.yields.append(_kept(value))
+            else:
+                self.ev(stmt.value, state, nograd)  # walrus bindings are not tracked further
         return state
 
     def bind(self, target, value_node, value: _Value, stmt, state: dict, new: dict, nograd: bool) -> None:
         """Assign ``value`` (of ``value_node``) to ``target``: update locals in ``new``, record stores."""
         if isinstance(target, ast.Name):
-            kept = frozenset(o for o in value.all() if o.kind in ("view", "seq", "unpack"))
+            kept = _kept(value.all())
+            if value_node is not None and self.nonparam(value_node, state):
+                kept |= _NONPARAM
+            if isinstance(value_node, ast.Lambda) and self.helpers is not None:
+                kept |= {_Origin("func", target.id, value_node, False)}  # shard = lambda t: t[:n]
             if kept:
                 new[target.id] = kept
             else:
                 new.pop(target.id, None)
         elif isinstance(target, ast.Attribute):
-            if target.attr in self.attrs:
+            if target.attr in self.attrs and not self.nonparam(target.value, state):
                 self.record(stmt, target.attr, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
@@ -547,18 +607,88 @@ class _Walker:
                 for sub_target, sub_value in zip(target.elts, value_node.elts):
                     self.bind(sub_target, sub_value, self.ev(sub_value, state, nograd), stmt, state, new, nograd)
                 return
-            seq_ops = [o.op for o in value.all() if o.kind == "seq"]
-            for element in target.elts:
+            origins = value.all()
+            for index, element in enumerate(target.elts):
+                items = _items(origins, None if starred else index)
                 if isinstance(element, ast.Name):
-                    if seq_ops:
-                        new[element.id] = frozenset({_Origin("unpack", seq_ops[0], stmt, nograd, element.id)})
+                    kept = _bound(items, stmt, element.id, nograd)
+                    if kept:
+                        new[element.id] = kept
                     else:
                         new.pop(element.id, None)
-                elif isinstance(element, ast.Attribute) and element.attr in self.attrs and seq_ops:
-                    self.record(stmt, element.attr, _Value(inline=frozenset({_Origin("store", seq_ops[0], stmt, nograd)})))
+                elif (isinstance(element, ast.Attribute) and element.attr in self.attrs
+                      and not self.nonparam(element.value, state)):
+                    elems = [o for o in items if o.kind == "elem"]
+                    stored = frozenset(o for o in items if o.kind in ("view", "unpack"))
+                    if elems:
+                        stored |= {_Origin("store", elems[0].op, stmt, elems[0].nograd or nograd)}
+                    if stored:
+                        self.record(stmt, element.attr, _Value(carried=stored))
+                elif isinstance(element, (ast.Tuple, ast.List)):
+                    self.bind(element, None, _Value(carried=items), stmt, state, new, nograd)
                 else:
                     for name in _names_in_target(element):
                         new.pop(name, None)
+
+    def bind_items(self, target, shape, stmt, new: dict, nograd: bool, comprehension: bool = False) -> None:
+        """Bind a loop (or comprehension) ``target`` to the items of an iterable.
+
+        ``shape`` comes from :meth:`iter_items`: a frozenset of the origins of one item, or a tuple of
+        shapes for ``zip(...)``/``enumerate(...)`` items. A name bound to an element of a seq becomes an
+        ``unpack`` origin of ``stmt`` (fix: ``name = name.detach()`` first in the loop body); inside a
+        comprehension there is no statement, so the ``elem`` marker is kept for the consumer.
+        """
+        if isinstance(target, ast.Name):
+            origins = _flatten(shape, stmt, nograd)
+            kept = origins if comprehension else _bound(origins, stmt, target.id, nograd)
+            kept = _kept(kept) | frozenset(o for o in kept if o.kind == "elem")
+            if kept:
+                new[target.id] = kept
+            else:
+                new.pop(target.id, None)
+        elif isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
+            for index, element in enumerate(target.elts):
+                if isinstance(shape, tuple):
+                    sub = shape[index] if len(shape) == len(target.elts) else _EMPTY
+                else:
+                    sub = _items(shape, index)
+                self.bind_items(element, sub, stmt, new, nograd, comprehension)
+        else:
+            for name in _names_in_target(target):
+                new.pop(name, None)
+
+    def iter_items(self, expr: ast.AST, state: dict, nograd: bool):
+        """The shape of one item of iterating ``expr`` (see :meth:`bind_items`)."""
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.args \
+                and not any(isinstance(a, ast.Starred) for a in expr.args) and expr.func.id not in state:
+            name = expr.func.id
+            if name == "zip":
+                return tuple(self.iter_items(a, state, nograd) for a in expr.args)
+            if name == "enumerate":
+                return (_EMPTY, self.iter_items(expr.args[0], state, nograd))
+            if name in ITER_PASS and len(expr.args) == 1:
+                return self.iter_items(expr.args[0], state, nograd)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            if expr.func.attr == "buffers":
+                return _NONPARAM
+            if expr.func.attr == "named_buffers":
+                return (_EMPTY, _NONPARAM)
+        items = _items(self.ev(expr, state, nograd).all(), None)
+        if self.nonparam(expr, state):
+            items |= _NONPARAM
+        return items
+
+    def nonparam(self, expr: ast.AST, state: dict) -> bool:
+        """Evidence that ``expr`` is a gradient or a buffer, not a parameter (see the module docstring)."""
+        while isinstance(expr, ast.Subscript):
+            expr = expr.value
+        if isinstance(expr, ast.Name):
+            return any(o.kind == "nonparam" for o in state.get(expr.id, _EMPTY)) or _grad_or_buffer_name(expr.id)
+        if isinstance(expr, ast.Attribute):
+            return _grad_or_buffer_name(expr.attr)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            return expr.func.attr == "get_buffer"
+        return False
 
     def record(self, node: ast.AST, attr: str, value: _Value) -> None:
         key = (id(node), attr)
@@ -575,7 +705,7 @@ class _Walker:
             if name not in ("setattr", "object.__setattr__"):
                 continue
             attr = node.args[1]
-            if isinstance(attr, ast.Constant) and attr.value in self.attrs:
+            if isinstance(attr, ast.Constant) and attr.value in self.attrs and not self.nonparam(node.args[0], state):
                 self.record(node, attr.value, self.ev(node.args[2], state, nograd))
 
     # ------------------------------------------------------------------ expressions
@@ -597,7 +727,25 @@ class _Walker:
                 return _Value()
             if expr.attr in VIEW_ATTRS:
                 return self.view(expr, expr.attr, self.ev(expr.value, state, nograd), nograd)
+            if self.helpers is not None and isinstance(expr.value, ast.Name) and expr.value.id in ("self", "cls") \
+                    and self.owner is not None:
+                prop = self.helpers.member(self.owner, expr.attr, prop=True)
+                if prop is not None:
+                    return _Value(inline=_export(self.helpers.summary(*prop), expr, nograd))
+            if _grad_or_buffer_name(expr.attr):
+                return _Value(carried=_NONPARAM)  # p.grad, self.flat_buffer: not a parameter
             return _Value()
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            items = tuple(_kept(self.ev(e.value if isinstance(e, ast.Starred) else e, state, nograd).all())
+                          for e in expr.elts)
+            if not any(items):
+                return _Value()
+            if any(isinstance(e, ast.Starred) for e in expr.elts):
+                items = (frozenset().union(*items),)
+                return _Value(inline=frozenset({_Origin("coll", "", expr, nograd, items=items, fixed=False)}))
+            return _Value(inline=frozenset({_Origin("coll", "", expr, nograd, items=items)}))
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            return self.ev_comprehension(expr, state, nograd)
         if isinstance(expr, ast.Call):
             return self.ev_call(expr, state, nograd)
         if isinstance(expr, ast.Subscript):
@@ -614,6 +762,28 @@ class _Walker:
                 function_op = parts[-1]
             elif len(parts) == 1 and name in self.imported:
                 function_op = self.imported[name]
+        if isinstance(func, ast.Name) and function_op is None:
+            local = [o for o in state.get(func.id, _EMPTY) if o.kind == "func"]
+            if local and self.helpers is not None:
+                return _Value(inline=_export(self.helpers.summary(local[0].anchor, self.owner), call, nograd))
+            if func.id in ITER_PASS and len(call.args) == 1 and func.id not in state:
+                value = self.ev(call.args[0], state, nograd)
+                if func.id in ("list", "tuple"):
+                    return value
+                items = _items(value.all(), None)
+                return _Value(inline=frozenset({_Origin("coll", "", call, nograd, items=(items,), fixed=False)})
+                              if items else _EMPTY)
+            if self.helpers is not None and func.id not in state and func.id not in self.local_names:
+                target = self.helpers.function(func.id)
+                if target is not None:
+                    return _Value(inline=_export(self.helpers.summary(target, None), call, nograd))
+        if (self.helpers is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id not in state):
+            owner = self.owner if func.value.id in ("self", "cls") else func.value.id
+            if owner is not None:
+                method = self.helpers.member(owner, func.attr, prop=False)
+                if method is not None:
+                    return _Value(inline=_export(self.helpers.summary(*method), call, nograd))
         if function_op is not None:
             if not call.args or isinstance(call.args[0], ast.Starred):
                 return _Value()
@@ -641,8 +811,30 @@ class _Walker:
             return self.passthrough(call, self.ev(func.value, state, nograd))
         return _Value()
 
+    def ev_comprehension(self, expr: ast.AST, state: dict, nograd: bool) -> _Value:
+        """A list/set/generator comprehension: a ``coll`` of unknown length whose item is ``expr.elt``."""
+        inner = dict(state)
+        for generator in expr.generators:
+            shape = self.iter_items(generator.iter, inner, nograd)
+            for name in _names_in_target(generator.target):
+                inner.pop(name, None)
+            self.bind_items(generator.target, shape, expr, inner, nograd, comprehension=True)
+        item = self.ev(expr.elt, inner, nograd).all()
+        item = _kept(item) | frozenset(o for o in item if o.kind == "elem")
+        if not item:
+            return _Value()
+        return _Value(inline=frozenset({_Origin("coll", "", expr, nograd, items=(item,), fixed=False)}))
+
     def ev_subscript(self, expr: ast.Subscript, state: dict, nograd: bool) -> _Value:
         receiver = self.ev(expr.value, state, nograd)
+        colls = [o for o in receiver.all() if o.kind in ("coll", "seq")]
+        if any(o.kind == "coll" for o in colls):
+            index = _const_index(expr.slice)
+            items = _items(colls, index)
+            if isinstance(expr.slice, ast.Slice):
+                return _Value(inline=frozenset({_Origin("coll", "", expr, nograd, items=(items,), fixed=False)}))
+            inline = frozenset(_Origin("view", o.op, expr, o.nograd or nograd) for o in items if o.kind == "elem")
+            return _Value(inline=inline, carried=frozenset(o for o in items if o.kind != "elem"))
         seqs = [o for o in receiver.all() if o.kind == "seq"]
         if seqs:
             if isinstance(expr.slice, ast.Slice):
@@ -683,6 +875,201 @@ class _Walker:
             _Origin(o.kind, o.op, node, o.nograd, o.var) if o.kind == "view" else o for o in receiver.inline
         )
         return _Value(inline=inline, carried=receiver.carried)
+
+
+# ---------------------------------------------------------------------- values of collections and helpers
+ITER_PASS = frozenset({"list", "tuple", "reversed", "sorted", "iter"})
+_KEPT = frozenset({"view", "seq", "unpack", "coll", "nonparam"})
+# Name tokens of a gradient or a buffer (``grad``, ``main_grad``, ``sharded_grad``, ``flat_buffer``).
+_GRAD_OR_BUFFER = frozenset({"grad", "grads", "gradient", "gradients", "buf", "bufs", "buffer", "buffers"})
+_PARAM_TOKENS = frozenset({"param", "params", "parameter", "parameters", "weight", "weights"})
+_NONPARAM = frozenset({_Origin("nonparam", "", None, False)})
+
+
+def _grad_or_buffer_name(name: str) -> bool:
+    """True if ``name`` names a gradient or a buffer: a ``_``-separated token is one of
+    ``grad(s)``, ``gradient(s)``, ``buf(s)``, ``buffer(s)`` and the last token is not a parameter's
+    (``param_grad`` and ``grad`` are gradients; ``grad_param`` is a parameter)."""
+    tokens = [t for t in name.lower().split("_") if t]
+    return bool(tokens) and not _GRAD_OR_BUFFER.isdisjoint(tokens) and tokens[-1] not in _PARAM_TOKENS
+
+
+def _kept(origins: Iterable[_Origin]) -> frozenset:
+    """The origins a local variable keeps (views, tuples of views, collections, non-parameter marks)."""
+    return frozenset(o for o in origins if o.kind in _KEPT)
+
+
+def _items(origins: Iterable[_Origin], index: int | None) -> frozenset:
+    """The origins of element ``index`` (``None``: any element) of a value with ``origins``."""
+    out: set = set()
+    for o in origins:
+        if o.kind == "seq":
+            out.add(_Origin("elem", o.op, o.anchor, o.nograd))
+        elif o.kind == "coll":
+            if o.fixed and index is not None and -len(o.items) <= index < len(o.items):
+                out |= o.items[index]
+            else:
+                for item in o.items:
+                    out |= item
+        elif o.kind == "nonparam":
+            out.add(o)
+    return frozenset(out)
+
+
+def _bound(origins: Iterable[_Origin], stmt: ast.AST, var: str, nograd: bool) -> frozenset:
+    """Origins of ``var`` bound by unpacking or looping in ``stmt``: an ``elem`` becomes ``unpack``."""
+    return frozenset(
+        _Origin("unpack", o.op, stmt, o.nograd or nograd, var) if o.kind == "elem" else o
+        for o in origins if o.kind == "elem" or o.kind in _KEPT
+    )
+
+
+def _flatten(shape, anchor: ast.AST, nograd: bool) -> frozenset:
+    """A zip/enumerate item shape as origins: a tuple of shapes becomes a positional ``coll``."""
+    if not isinstance(shape, tuple):
+        return shape
+    items = tuple(_flatten(s, anchor, nograd) for s in shape)
+    if not any(items):
+        return _EMPTY
+    return frozenset({_Origin("coll", "", anchor, nograd, items=items)})
+
+
+def _export_item(o: _Origin, anchor: ast.AST, nograd: bool) -> _Origin | None:
+    if o.kind in ("view", "unpack", "elem"):
+        return _Origin("elem", o.op, anchor, o.nograd or nograd)
+    if o.kind == "seq":
+        return _Origin("seq", o.op, anchor, o.nograd or nograd)
+    if o.kind == "coll":
+        items = tuple(frozenset(filter(None, (_export_item(x, anchor, nograd) for x in item))) for item in o.items)
+        return _Origin("coll", "", anchor, o.nograd or nograd, items=items, fixed=o.fixed)
+    return None
+
+
+def _export(origins: Iterable[_Origin], anchor: ast.AST, nograd: bool) -> frozenset:
+    """A helper's returned origins seen at its call ``anchor`` (run under the caller's ``nograd``).
+
+    A returned view becomes a view made by the call (fix: ``helper(...).detach()``); a returned
+    tuple keeps its positions, its views become ``elem`` markers (detached where they are unpacked).
+    """
+    out = set()
+    for o in origins:
+        if o.kind in ("view", "unpack", "elem"):
+            out.add(_Origin("view", o.op, anchor, o.nograd or nograd))
+        else:
+            exported = _export_item(o, anchor, nograd)
+            if exported is not None:
+                out.add(exported)
+    return frozenset(out)
+
+
+def _const_index(index: ast.AST) -> int | None:
+    if isinstance(index, ast.Constant) and isinstance(index.value, int) and not isinstance(index.value, bool):
+        return index.value
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        inner = _const_index(index.operand)
+        return None if inner is None else -inner
+    return None
+
+
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
+
+
+class _Helpers:
+    """The functions, methods and properties of one file, and what their calls return.
+
+    ``summary(func, owner)`` walks a helper once (cached) and returns the origins of the values it
+    returns or yields, in the helper's own terms; :func:`_export` turns them into origins at a call.
+    Only helpers of the same file are resolved: module functions by name, ``self.m(...)``,
+    ``cls.m(...)``, ``Cls.m(...)`` and ``self.<property>`` through the class and its bases defined in
+    the file, and functions nested in the walked scope. Built lazily: a file whose stores call no
+    helper pays nothing.
+    """
+
+    def __init__(self, tree: ast.Module, *config):
+        self.tree = tree
+        self.config = config
+        self._functions: dict[str, ast.AST | None] | None = None
+        self._classes: dict[str, ast.ClassDef | None] = {}
+        self._summaries: dict[int, frozenset] = {}
+        self._depth = 0
+
+    def _index(self) -> None:
+        self._functions = {}
+        for node in self.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._functions[node.name] = None if node.name in self._functions else node
+            elif isinstance(node, ast.ClassDef):
+                self._classes[node.name] = None if node.name in self._classes else node
+
+    def function(self, name: str) -> ast.AST | None:
+        """The module-level function ``name`` of the file (``None`` if absent or defined twice)."""
+        if self._functions is None:
+            self._index()
+        return self._functions.get(name)
+
+    def member(self, owner: str, name: str, prop: bool) -> tuple[ast.AST, str] | None:
+        """``(definition, class name)`` of method (or ``prop``: property) ``name`` of class ``owner``."""
+        if self._functions is None:
+            self._index()
+        seen: set[str] = set()
+        queue = [owner]
+        while queue:
+            cls_name = queue.pop(0)
+            cls = self._classes.get(cls_name)
+            if cls is None or cls_name in seen:
+                continue
+            seen.add(cls_name)
+            for item in cls.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
+                    is_prop = any(last_name(d) in _PROPERTY_DECORATORS for d in item.decorator_list)
+                    return (item, cls_name) if is_prop == prop else None
+            queue.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
+        return None
+
+    def summary(self, func: ast.AST, owner: str | None) -> frozenset:
+        """The origins of the values ``func`` returns (a ``coll`` of the yielded ones for a generator)."""
+        key = id(func)
+        if key in self._summaries:
+            return self._summaries[key]
+        self._summaries[key] = _EMPTY  # recursion guard
+        if self._depth >= 8:
+            return _EMPTY
+        attrs, nograd_names = self.config[0], self.config[1]
+        nograd = any(_is_nograd_ctx(d, nograd_names) is True for d in getattr(func, "decorator_list", ()))
+        walker = _Walker(*self.config, helpers=self, owner=owner, local_names=_local_names(func))
+        walker.returns, walker.yields = [], []
+        self._depth += 1
+        try:
+            if isinstance(func, ast.Lambda):
+                walker.returns.append(_kept(walker.ev(func.body, {}, nograd).all()))
+            else:
+                walker.block(func.body, {}, nograd)
+        finally:
+            self._depth -= 1
+        result = frozenset().union(*walker.returns) if walker.returns else _EMPTY
+        if walker.yields:
+            item = frozenset().union(*walker.yields)
+            if item:
+                result |= {_Origin("coll", "", func, nograd, items=(item,), fixed=False)}
+        self._summaries[key] = result
+        return result
+
+
+def _local_names(func: ast.AST) -> frozenset:
+    """The parameters of ``func`` and the names its body assigns (nested scopes excluded)."""
+    args = func.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    stack = [func.body] if isinstance(func, ast.Lambda) else list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
 
 
 def _scopes_with_stores(ctx, attrs: frozenset) -> list[ast.AST]:

@@ -10,6 +10,31 @@ marker of the loop variable (`sub._is_wrapped`, `getattr(sub, "_is_wrapped", Fal
 file that always raises (`_fail(...)`, `self._fail(...)`). The generator form
 `if any(getattr(m, "_is_wrapped", False) for m in layer.modules()): raise ...` is the same hazard.
 
+The class, not the spelling. The walk may also be written by hand: a `while` loop over a stack or
+a queue (`sub = stack.pop()` / `queue.popleft()`, the children pushed with `stack.extend(sub.children())`),
+a `for` loop over a list that grows with the children, or a function that calls itself on its
+parameter's children (its check of the parameter runs for every submodule). The pair of a named walk
+may be unpacked in the body (`for item in m.named_modules(): name, sub = item`) or the walk turned
+into a dict first (`dict(m.named_modules()).items()`). The marker may be whatever the wrapper itself
+stores on walked submodules: an attribute that the checking function, or a helper it calls, sets on
+the variable of a walk (`sub._ckpt_done = True`, `setattr(sub, "_owner", owner)`, `_mark(sub)` with
+`def _mark(m): m._ckpt_done = True`; `False`/`None`/`0`/`""` clear a mark and do not count), read
+as an attribute, with `getattr`/`hasattr` or through the instance dict; a class this file wraps
+submodules in (`x.layer = C(x.layer)`, `setattr(parent, name, C(child))` in a loop over `child`) for
+`isinstance(sub, C)`; or a predicate helper of the file whose body is `return <marker test>`
+(`if _is_wrapped(sub): raise`). `assert not <marked>` is the same hazard as a raise.
+
+Spellings of the class (each has a flagged fixture and a clean twin): the seed's `.modules()` loop;
+named walks, `enumerate`, a local alias, `list(...)`; `children()`; MindSpore cells; the
+`any(...)` form; marker attribute, `getattr`, `hasattr`, `__dict__`, `vars`; wrapper classes by
+name, `type(sub) is W`; a raising helper; nested `if`; an `or` condition; a nested loop; a stack or
+queue walk; a growing list; recursion; pair unpacking in the body; `dict(named_modules())`; a learned
+marker (directly, via `setattr`, via a helper); a learned wrapper class; a marker predicate;
+`assert not`. Near misses that stay clean: the root check (outside the walk, `sub is module`,
+`name == ""`, `depth == 0`, a root passed down a recursion), a marker that is cleared, an attribute
+stored by an unrelated function of the file, a raise on a *missing* mark (a precondition), a
+caught raise, a stack of things that are not submodules.
+
 No message for:
 
 * a check of the root module itself (`if getattr(module, "_is_wrapped", False): raise` outside the
@@ -69,9 +94,12 @@ above the `continue`.
   that is a deliberate unsupported-feature guard, not an overlap check, and skipping the submodule
   instead may silently produce a configuration the code does not support. It is still reported (the
   marker matches `_.*wrapped.*`), but only `--unsafe-fixes` rewrites it.
+* **Unsafe** in a stack or queue walk when the raise comes before the push of the children:
+  `continue` there also skips the subtree of the wrapped submodule.
 * **Report only** (no fix) when a nested `for`/`while` sits between the walk and the raise (there
-  `continue` would bind to the inner loop) and for the `any(...)` generator form (there is no walk
-  loop to continue): restructure by hand, e.g. filter already-wrapped submodules out.
+  `continue` would bind to the inner loop), for the `any(...)` generator form and for recursion
+  (there is no walk loop to continue), and for `assert not <marked>` (rewrite it as
+  `if <marked>: continue`): restructure by hand, e.g. filter already-wrapped submodules out.
 
 The fix also stops raising for the root module when the walk yields it (`.modules()` and
 `.named_modules()` yield the module itself first); keep an explicit double-wrap check of the root
@@ -122,6 +150,10 @@ CATCH_ALL = {"Exception", "BaseException"}
 # What may follow the name of a walk method in a call: blanks, then its "(", a line continuation, a
 # comment or a line break inside brackets.
 _AFTER_WALK_NAME = re.compile(r"\s*(?:\(|\\|#|$)", re.MULTILINE)
+# What precedes `.<walk method>(`: the receiver's last name (gate for hand-written walks).
+_RECEIVER_BEFORE = re.compile(r"(\w+)\s*$")
+# What follows `.<name>` in a store `x.<name> = ...` / `x.<name>: T = ...` (not `==`).
+_STORE_AFTER_NAME = re.compile(r"\s*(?::[^=\n]*)?=(?!=)")
 # Every walk method name ends in one of these (str.find on them is much faster than one regex).
 _WALK_NAME_TAILS = ("modules", "children", "cells", "cells_and_names")
 
@@ -158,6 +190,12 @@ class Walk:
     text: str
     name_var: str | None = None
     yields_root: bool = False
+    # a stack/queue walk (``while stack: sub = stack.pop(); ...; stack.extend(sub.children())``):
+    # the line of the first push of the children (``continue`` before it also skips the subtree)
+    push_line: int = 0
+    # a recursive function that calls itself on the walked children of its parameter ``var``
+    recursive: bool = False
+    root_params: tuple = ()  # the recursive function's other parameters (`depth`, `root`)
 
 
 @dataclass(frozen=True)
@@ -187,6 +225,17 @@ def _walk_call(node: ast.AST) -> tuple[str, ast.Call] | None:
     """Return ``(method, call)`` if ``node`` is ``X.<walk method>(...)``."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WALK_METHODS:
         return node.func.attr, node
+    return None
+
+
+def _unwrap_dict(node: ast.AST) -> tuple[str, ast.Call] | None:
+    """``dict(X.named_modules())`` (or of a named walk's list): the walk, seen as a name -> module mapping."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
+            and len(node.args) == 1 and not node.keywords):
+        inner, enumerated = _unwrap_iter(node.args[0])
+        hit = _walk_call(inner)
+        if hit is not None and not enumerated and WALK_METHODS[hit[0]] == "pair":
+            return hit
     return None
 
 
@@ -261,7 +310,17 @@ class _FileChecker:
         self._methods: dict[str, dict[str, list[ast.AST]]] = {}
         self._method_owners: dict[str, int] = {}
         self._indexed = False
-        self._aliases: dict[int, dict[str, tuple[str, ast.Call]]] = {}
+        self._aliases: dict[int, dict[str, tuple[str, ast.Call, bool]]] = {}
+        self._loops: list[tuple[ast.AST, ast.AST, Walk]] = []  # every walk loop: (scope, loop, walk)
+        self._learned_markers: dict[int, frozenset] = {}
+        self._scope: ast.AST | None = None  # the function being checked (its learned markers count)
+        self._predicates: set[int] = set()  # predicate helpers being expanded (recursion guard)
+        self._recursive_seen: set[int] = set()  # functions already found to recurse over a walk
+        self._text_gates: dict[tuple[str, str], bool] = {}
+        self._walk_receivers: frozenset | None = None
+        self._defined: dict[str, bool] = {}  # name -> the text has `def name(`
+        self._owners: dict[int, str | None] = {}  # function -> the class it is a method of
+        self._learned_wrappers: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ helper index
     def _index(self) -> None:
@@ -313,9 +372,17 @@ class _FileChecker:
 
     def _helper_target(self, call: ast.Call, func: ast.AST | None) -> ast.AST | None:
         """Resolve ``helper(...)``, ``self.m(...)``/``cls.m(...)`` or ``Cls.m(...)`` to one definition."""
+        callee = call.func
+        name = last_name(callee)
+        if name is None:
+            return None
+        defined = self._defined.get(name)
+        if defined is None:  # a cheap text gate before indexing the file's functions
+            defined = self._defined[name] = f"def {name}(" in self.ctx.source.text
+        if not defined:
+            return None
         if not self._indexed:
             self._index()
-        callee = call.func
         if isinstance(callee, ast.Name):
             if func is not None:  # a helper nested in the enclosing function
                 nested = [n for n in func.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -339,6 +406,8 @@ class _FileChecker:
         return None
 
     def _enclosing_class(self, func: ast.AST) -> str | None:
+        if id(func) in self._owners:
+            return self._owners[id(func)]
         for anc in self.ctx.ancestors(func):
             if isinstance(anc, ast.ClassDef):
                 return anc.name
@@ -348,32 +417,253 @@ class _FileChecker:
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Iterator[Finding]:
-        """Check every walk loop and every ``if any(...)`` of the file (statements only: fast)."""
+        """Check every walk loop and every ``if any(...)`` / ``assert`` of the file (statements only: fast).
+
+        All walks are collected first: the markers a wrapper stores on walked submodules anywhere in
+        the file are needed to learn the markers a function or its helpers store on walked submodules
+        (see :meth:`learned_markers`).
+        """
         if not has_walk_call_text(self.ctx.source.text):
             return  # no call of a walk method anywhere: nothing can match
-        yield from self._run_scope(self.ctx.tree, self.ctx.tree.body)
-
-    def _run_scope(self, scope: ast.AST, body: Sequence[ast.stmt]) -> Iterator[Finding]:
-        for node, _ in _statements(body):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield from self._run_scope(node, node.body)
-            elif isinstance(node, ast.ClassDef):
-                yield from self._run_scope(scope, node.body)
-            elif isinstance(node, (ast.For, ast.AsyncFor)):
-                walk = self._walk_of(node.target, node.iter, scope)
-                if walk is not None:
-                    yield from self._check_loop(scope, node, walk)
-            elif isinstance(node, ast.If):
+        items = list(self._collect(self.ctx.tree, self.ctx.tree.body))
+        for scope, node, walk in items:
+            if walk is not None:
+                yield from self._check_loop(scope, node, walk)
+            else:
                 yield from self._check_any_form(scope, node)
 
-    def _aliases_of(self, scope: ast.AST) -> dict[str, tuple[str, ast.Call]]:
+    def _collect(self, scope: ast.AST, body: Sequence[ast.stmt],
+                 cls: str | None = None) -> Iterator[tuple[ast.AST, ast.AST, Walk | None]]:
+        for node, _ in _statements(body):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._owners[id(node)] = cls  # the class of a method (no parent links needed)
+                yield from self._collect(node, node.body)
+            elif isinstance(node, ast.ClassDef):
+                yield from self._collect(scope, node.body, node.name)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                walk = self._walk_of(node.target, node.iter, scope, node.body)
+                if walk is None and isinstance(node.iter, ast.Name) and isinstance(node.target, ast.Name):
+                    walk = self._stack_walk(node, scope, node.iter.id, node.target.id, None)
+                if walk is not None:
+                    self._loops.append((scope, node, walk))
+                    yield scope, node, walk
+                    recursive = self._recursive_walk(scope, node, walk)
+                    if recursive is not None:
+                        self._loops.append((scope, scope, recursive))
+                        yield scope, scope, recursive
+            elif isinstance(node, ast.While):
+                walk = self._while_walk(node, scope)
+                if walk is not None:
+                    self._loops.append((scope, node, walk))
+                    yield scope, node, walk
+            elif isinstance(node, (ast.If, ast.Assert)):
+                yield scope, node, None
+
+    # ------------------------------------------------------------------ recursive walks
+    def _recursive_walk(self, func, loop, walk: Walk) -> Walk | None:
+        """``def f(module): ...; for child in module.children(): f(child)``: ``f`` checks every
+        submodule of its first call's module through ``module`` (report only: no loop to continue).
+        ``loop``/``walk``: a walk loop directly in ``func``; the recursive walk is returned once."""
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or id(func) in self._recursive_seen:
+            return None
+        params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+        if walk.root not in params or walk.root in {"self", "cls"} or walk.push_line:
+            return None
+        for node in _walk_no_scopes(loop.body):
+            if (isinstance(node, ast.Call) and last_name(node.func) == func.name
+                    and (isinstance(node.func, ast.Name) or dotted_name(node.func.value) in {"self", "cls"})
+                    and any(self._is_var(arg, walk.var) for arg in node.args)):
+                self._recursive_seen.add(id(func))
+                others = tuple(p for p in params if p != walk.root)
+                return Walk(var=walk.root, root=None, text=walk.text, yields_root=True, recursive=True,
+                            root_params=others)
+        return None
+
+    # ------------------------------------------------------------------ stack / queue walks
+    def _while_walk(self, loop: ast.While, scope) -> Walk | None:
+        """``while stack: sub = stack.pop(); ...; stack.extend(sub.children())`` (also ``popleft``,
+        ``pop(0)``, ``name, sub = stack.pop()``): a walk of the submodules of the stack's first items."""
+        for stmt in loop.body[:3]:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Call)):
+                continue
+            func = stmt.value.func
+            if not (isinstance(func, ast.Attribute) and func.attr in {"pop", "popleft"}
+                    and isinstance(func.value, ast.Name)):
+                continue
+            target, name_var = stmt.targets[0], None
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name):
+                name_var, target = target.elts[0].id, target.elts[1]
+            if isinstance(target, ast.Name):
+                return self._stack_walk(loop, scope, func.value.id, target.id, name_var)
+        return None
+
+    def _stack_walk(self, loop, scope, stack: str, var: str, name_var: str | None) -> Walk | None:
+        """A walk if the body of ``loop`` pushes a walk of ``var`` onto ``stack`` (see :meth:`_while_walk`)."""
+        if var not in self.walk_receivers():
+            return None  # the file never walks `var`'s submodules
+        walk_call = push_line = None  # the walk of `var` whose items are pushed, and the first push
+        for node in _walk_no_scopes(loop.body):
+            hit = _walk_call(node)
+            if hit is not None and walk_call is None and self._is_var(hit[1].func.value, var):
+                walk_call = hit[1]
+            if push_line is None:
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in {"append", "extend", "appendleft", "extendleft", "insert"}
+                        and self._is_var(node.func.value, stack)):
+                    push_line = node.lineno
+                elif isinstance(node, ast.AugAssign) and self._is_var(node.target, stack):
+                    push_line = node.lineno
+        if walk_call is None or push_line is None:
+            return None
+        root, yields_root = None, False
+        for node, _ in _statements(scope.body if hasattr(scope, "body") else []):
+            if node is loop:
+                break
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and self._is_var(node.targets[0], stack)):
+                value = node.value
+                if isinstance(value, ast.Call) and last_name(value.func) == "deque" and value.args:
+                    value = value.args[0]
+                root, yields_root = None, False
+                if isinstance(value, (ast.List, ast.Tuple)) and len(value.elts) == 1:
+                    first = value.elts[0]
+                    if isinstance(first, ast.Tuple) and len(first.elts) == 2:
+                        if string_value(first.elts[0]) != "":
+                            name_var = None
+                        first = first.elts[1]
+                    else:
+                        name_var = None
+                    root, yields_root = dotted_name(first), True
+        if not yields_root:
+            name_var = None
+        return Walk(var=var, root=root, text=root or stack, name_var=name_var,
+                    yields_root=yields_root, push_line=push_line)
+
+    # ------------------------------------------------------------------ what the wrapper stores
+    def learned_markers(self, scope: ast.AST | None) -> frozenset:
+        """Attribute names that function ``scope`` or its helpers store on walked submodules: the
+        wrapper's own wrap markers.
+
+        ``sub.<name> = value`` or ``setattr(sub, "<name>", value)`` in the body of a walk of ``sub`` in
+        ``scope`` or in a helper of the file that ``scope`` calls, directly or in a helper called
+        there with ``sub`` (``_mark(sub)``), with a value that is not ``False``/``None``/``0``/``""``
+        (those clear a mark). Attributes stored by unrelated functions of the file do not count.
+        """
+        if scope is None:
+            return frozenset()
+        key = id(scope)
+        if key not in self._learned_markers:
+            self._learned_markers[key] = frozenset()  # recursion guard
+            funcs = [scope]
+            for node in _walk_no_scopes(getattr(scope, "body", [])):
+                if isinstance(node, ast.Call):
+                    target = self._helper_target(node, scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
+                    if target is not None and target is not scope and not isinstance(target, ast.Lambda):
+                        funcs.append(target)
+            names: set[str] = set()
+            for func in funcs:
+                for loop_scope, loop, walk in self._loops:
+                    if loop_scope is not func:
+                        continue
+                    for node in _walk_no_scopes(loop.body):
+                        names.update(self._stores_on(node, walk.var))
+                        if isinstance(node, ast.Call):
+                            names.update(self._helper_stores(node, walk.var, loop_scope))
+            self._learned_markers[key] = frozenset(names)
+        return self._learned_markers[key]
+
+    def _stores_on(self, node: ast.AST, var: str) -> Iterator[str]:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and not _clears(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and self._is_var(target.value, var):
+                    yield target.attr
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                and len(node.args) == 3 and self._is_var(node.args[0], var) and not _clears(node.args[2])):
+            name = string_value(node.args[1])
+            if name:
+                yield name
+
+    def _helper_stores(self, call: ast.Call, var: str, scope) -> Iterator[str]:
+        positions = [i for i, arg in enumerate(call.args) if self._is_var(arg, var)]
+        if not positions:
+            return
+        target = self._helper_target(call, scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
+        if target is None or isinstance(target, ast.Lambda):
+            return
+        params = [a.arg for a in (*target.args.posonlyargs, *target.args.args)]
+        if isinstance(call.func, ast.Attribute) and params and params[0] in {"self", "cls"}:
+            params = params[1:]
+        for position in positions:
+            if position < len(params):
+                for node in _walk_no_scopes(target.body):
+                    yield from self._stores_on(node, params[position])
+
+    def is_learned_wrapper(self, name: str) -> bool:
+        """True if this file wraps submodules in class ``name``: ``x.layer = C(x.layer)`` /
+        ``x[i] = C(x[i])``, or ``C(v)`` stored into a submodule slot (``setattr``,
+        ``add_module``/``register_module``, an attribute or item store, directly or through a local
+        assigned in the same loop) inside a ``for`` loop over ``v``. Only calls of ``name`` are examined."""
+        if name in self._learned_wrappers:
+            return self._learned_wrappers[name]
+        found = False
+        if _class_like_name(name) and name + "(" in self.ctx.source.text:
+            found = self._find_wrapping(name)
+        self._learned_wrappers[name] = found
+        return found
+
+    def _find_wrapping(self, name: str) -> bool:
+        def wrap_call(node: ast.AST) -> ast.Call | None:
+            if isinstance(node, ast.Call) and node.args and last_name(node.func) == name:
+                return node
+            return None
+
+        slots: list[tuple[ast.AST, str]] = []  # (statement, first argument) of C(v) stored into a slot
+        aliases: list[tuple[ast.AST, str, str]] = []  # (statement, first argument, local) of w = C(v)
+        for node in self.ctx.nodes_of(ast.Assign):
+            call = wrap_call(node.value)
+            if call is None or len(node.targets) != 1:
+                continue
+            target, first = node.targets[0], call.args[0]
+            if isinstance(target, (ast.Attribute, ast.Subscript)):
+                if ast.dump(target).replace("ctx=Store()", "ctx=Load()") == ast.dump(first):
+                    return True  # x.layer = C(x.layer)
+                if isinstance(first, ast.Name):
+                    slots.append((node, first.id))
+            elif isinstance(target, ast.Name) and isinstance(first, ast.Name):
+                aliases.append((node, first.id, target.id))
+        for node in self.ctx.nodes_of(ast.Call):
+            if last_name(node.func) in {"setattr", "add_module", "register_module"} and node.args:
+                call = wrap_call(node.args[-1])
+                if call is not None and isinstance(call.args[0], ast.Name):
+                    slots.append((node, call.args[0].id))
+        if not slots and not aliases:
+            return False
+        for loop in self.ctx.nodes_of(ast.For, ast.AsyncFor):
+            bound = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+            inside = [item for item in slots + aliases if item[1] in bound
+                      and loop.body[0].lineno <= item[0].lineno <= (loop.end_lineno or 0)]
+            if not inside:
+                continue
+            body = None
+            for item in inside:
+                if len(item) == 2:
+                    return True
+                if body is None:
+                    body = list(_walk_no_scopes(loop.body))
+                if any(_is_slot(node, ast.Name(id=item[2])) for node in body):
+                    return True
+        return False
+
+    def _aliases_of(self, scope: ast.AST) -> dict[str, tuple[str, ast.Call, bool]]:
         key = id(scope)
         if key not in self._aliases:
             self._aliases[key] = self._walk_aliases(scope.body)
         return self._aliases[key]
 
-    def _walk_aliases(self, body: Sequence[ast.stmt]) -> dict[str, tuple[str, ast.Call]]:
-        """Local names assigned exactly once, from a walk (``mods = list(m.modules())``)."""
+    def _walk_aliases(self, body: Sequence[ast.stmt]) -> dict[str, tuple[str, ast.Call, bool]]:
+        """Local names assigned exactly once, from a walk (``mods = list(m.modules())``; the flag:
+        ``mods = dict(m.named_modules())``, a name -> submodule mapping)."""
         counts: dict[str, int] = {}
         found: dict[str, tuple[str, ast.Call]] = {}
         for node, _ in _statements(body):
@@ -395,38 +685,53 @@ class _FileChecker:
                     value = node.value
                     branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
                     for branch in branches:
+                        as_dict = _unwrap_dict(branch)
+                        if as_dict is not None:
+                            found[target.id] = (*as_dict, True)
+                            break
                         inner, enumerated = _unwrap_iter(branch)
                         hit = _walk_call(inner)
                         if hit is not None and not enumerated:
-                            found[target.id] = hit
+                            found[target.id] = (*hit, False)
                             break
         return {name: hit for name, hit in found.items() if counts.get(name) == 1}
 
     def _resolve_iter(self, node: ast.AST, scope) -> tuple[tuple[str, ast.Call] | None, bool, bool]:
-        """Return ``(walk, enumerated, dict_items)`` for an iterable expression."""
+        """Return ``(walk, enumerated, item_shape)`` for an iterable expression.
+
+        ``item_shape`` overrides the walk method's item shape when a mapping is iterated: ``"pair"``
+        for ``.items()``, ``"module"`` for ``.values()``; ``None`` otherwise."""
         inner, enumerated = _unwrap_iter(node)
         mode = None
+        as_dict = False
         if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
                 and inner.func.attr in {"items", "values"} and not inner.args):
             mode = inner.func.attr
             inner, _ = _unwrap_iter(inner.func.value)
-        hit = _walk_call(inner)
-        if hit is None and isinstance(inner, ast.Name):
-            hit = self._aliases_of(scope).get(inner.id)
+            hit = _unwrap_dict(inner)
+            as_dict = hit is not None
+        else:
+            hit = None
         if hit is None:
-            return None, enumerated, False
+            hit = _walk_call(inner)
+        if hit is None and isinstance(inner, ast.Name):
+            alias = self._aliases_of(scope).get(inner.id)
+            if alias is not None:
+                hit, as_dict = alias[:2], alias[2]
+        if hit is None:
+            return None, enumerated, None
         method = hit[0]
-        shape = WALK_METHODS[method]
+        shape = "dict" if as_dict else WALK_METHODS[method]
         if shape == "dict":
             if mode is None:
-                return None, enumerated, False  # iterating the names only
-            return hit, enumerated, mode == "items"
+                return None, enumerated, None  # iterating the names only
+            return hit, enumerated, "pair" if mode == "items" else "module"
         if mode is not None:
-            return None, enumerated, False
-        return hit, enumerated, False
+            return None, enumerated, None
+        return hit, enumerated, None
 
-    def _walk_of(self, target: ast.AST, iter_node: ast.AST, scope) -> Walk | None:
-        hit, enumerated, dict_items = self._resolve_iter(iter_node, scope)
+    def _walk_of(self, target: ast.AST, iter_node: ast.AST, scope, body: Sequence[ast.stmt] = ()) -> Walk | None:
+        hit, enumerated, item_shape = self._resolve_iter(iter_node, scope)
         if hit is None:
             return None
         method, call = hit
@@ -434,10 +739,13 @@ class _FileChecker:
             if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
                 return None
             target = target.elts[1]
-        shape = "pair" if dict_items else WALK_METHODS[method]
-        if shape == "dict":
-            shape = "module"  # .values()
+        shape = item_shape or WALK_METHODS[method]
         name_var = None
+        if shape == "pair" and isinstance(target, ast.Name):
+            # `for item in m.named_modules(): name, sub = item` / `sub = item[1]`
+            target = self._unpacked_in_body(target.id, body)
+            if target is None:
+                return None
         if shape == "pair":
             if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
                 return None
@@ -454,15 +762,70 @@ class _FileChecker:
         return Walk(var=target.id, root=root, text=self.ctx.text_of(call), name_var=name_var,
                     yields_root=yields_root)
 
+    @staticmethod
+    def _unpacked_in_body(item: str, body: Sequence[ast.stmt]) -> ast.AST | None:
+        """The ``(name, sub)`` target that the first statements of ``body`` unpack the pair ``item`` into."""
+        for stmt in body[:3]:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            target, value = stmt.targets[0], stmt.value
+            if isinstance(value, ast.Name) and value.id == item and isinstance(target, ast.Tuple) \
+                    and len(target.elts) == 2:
+                return target
+            if (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id == item
+                    and isinstance(value.slice, ast.Constant) and value.slice.value in (1, -1)
+                    and isinstance(target, ast.Name)):
+                return ast.Tuple(elts=[ast.Name(id="", ctx=ast.Store()), target], ctx=ast.Store())
+        return None
+
     # ------------------------------------------------------------------ conditions
     def _is_marker_name(self, name: str | None) -> bool:
-        return name is not None and any(p.fullmatch(name) for p in self.markers)
+        if name is None:
+            return False
+        if any(p.fullmatch(name) for p in self.markers):
+            return True
+        return self._text_gate("store", name) and name in self.learned_markers(self._scope)
+
+    def walk_receivers(self) -> frozenset:
+        """Names ``x`` for which the file's text calls ``x.<walk method>(`` (a cheap gate)."""
+        if self._walk_receivers is None:
+            text = self.ctx.source.text
+            found: set[str] = set()
+            for method in WALK_METHODS:
+                needle = "." + method
+                start = text.find(needle)
+                while start != -1:
+                    if _AFTER_WALK_NAME.match(text, start + len(needle)):
+                        before = _RECEIVER_BEFORE.search(text, max(0, start - 80), start)
+                        if before:
+                            found.add(before.group(1))
+                    start = text.find(needle, start + 1)
+            self._walk_receivers = frozenset(found)
+        return self._walk_receivers
+
+    def _text_gate(self, kind: str, name: str) -> bool:
+        """``store``: the file's text may store attribute ``name`` (``.name = ``, ``.name: T = `` or the
+        string ``"name"`` for ``setattr``). Memoized."""
+        key = (kind, name)
+        found = self._text_gates.get(key)
+        if found is None:
+            text = self.ctx.source.text
+            found = f'"{name}"' in text or f"'{name}'" in text
+            needle = "." + name
+            start = text.find(needle)
+            while start != -1 and not found:
+                end = start + len(needle)
+                boundary = not (end < len(text) and (text[end].isalnum() or text[end] == "_"))
+                found = boundary and _STORE_AFTER_NAME.match(text, end) is not None
+                start = text.find(needle, start + 1)
+            self._text_gates[key] = found
+        return found
 
     def _is_wrapper_class(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Tuple):
             return any(self._is_wrapper_class(elt) for elt in node.elts)
         name = last_name(node)
-        return name is not None and any(p.fullmatch(name) for p in self.wrappers)
+        return name is not None and (any(p.fullmatch(name) for p in self.wrappers) or self.is_learned_wrapper(name))
 
     def _is_var(self, node: ast.AST, var: str) -> bool:
         return isinstance(node, ast.Name) and node.id == var
@@ -492,6 +855,33 @@ class _FileChecker:
             return self._is_marker_name(string_value(node.slice))
         return False
 
+    def _predicate_facts(self, call: ast.Call, var: str) -> Facts:
+        """``is_wrapped(sub)`` / ``self._is_wrapped(sub)``: a helper of the file whose body is one
+        ``return`` of a marker test of the parameter that receives ``sub`` (refactoring: the test
+        moved into a predicate)."""
+        scope = self._scope if isinstance(self._scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        target = self._helper_target(call, scope)
+        if target is None or isinstance(target, ast.Lambda) or target is scope or id(target) in self._predicates:
+            return NONE
+        self._predicates.add(id(target))
+        try:
+            return self._predicate_body_facts(call, var, target)
+        finally:
+            self._predicates.discard(id(target))
+
+    def _predicate_body_facts(self, call: ast.Call, var: str, target: ast.AST) -> Facts:
+        body = [stmt for stmt in target.body
+                if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))]
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            return NONE
+        params = [a.arg for a in (*target.args.posonlyargs, *target.args.args)]
+        if isinstance(call.func, ast.Attribute) and params and params[0] in {"self", "cls"}:
+            params = params[1:]
+        position = next(i for i, a in enumerate(call.args) if self._is_var(a, var))
+        if position >= len(params) or params[position] == var:
+            return NONE if position >= len(params) else self.facts(body[0].value, var)
+        return self.facts(body[0].value, params[position])
+
     def _is_type_of(self, node: ast.AST, var: str) -> bool:
         return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
                 and len(node.args) == 1 and self._is_var(node.args[0], var))
@@ -511,6 +901,8 @@ class _FileChecker:
             return Facts(b=True, c=True) if node.value else Facts(a=True, d=True)
         if self._marker_read(node, var):
             return MARKER
+        if isinstance(node, ast.Call) and any(self._is_var(a, var) for a in node.args):
+            return self._predicate_facts(node, var)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1 \
                 and not node.keywords:
             if node.func.id == "bool":
@@ -544,6 +936,19 @@ class _FileChecker:
             return None if inner is None else not inner
         if walk.name_var and isinstance(node, ast.Name) and node.id == walk.name_var:
             return False  # a non-empty name: not the root
+        if walk.root_params and isinstance(node, ast.Name) and node.id in walk.root_params:
+            return False  # `if depth:` (a non-zero depth): not the first call
+        if walk.root_params and isinstance(node, ast.Compare) and len(node.ops) == 1:
+            # recursion: `module is root` (a parameter passed down), `depth == 0`
+            left, op, right = node.left, node.ops[0], node.comparators[0]
+            for one, other in ((left, right), (right, left)):
+                if (self._is_var(one, walk.var) and isinstance(other, ast.Name) and other.id in walk.root_params) or (
+                        isinstance(one, ast.Name) and one.id in walk.root_params
+                        and isinstance(other, ast.Constant) and other.value == 0 and other.value is not False):
+                    if isinstance(op, (ast.Is, ast.Eq)):
+                        return True
+                    if isinstance(op, (ast.IsNot, ast.NotEq)):
+                        return False
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             left, op, right = node.left, node.ops[0], node.comparators[0]
             for one, other in ((left, right), (right, left)):
@@ -569,24 +974,41 @@ class _FileChecker:
 
     # ------------------------------------------------------------------ loop form
     def _check_loop(self, func, loop, walk: Walk) -> Iterator[Finding]:
-        for node, _ in _statements(loop.body, rebinding=walk.var):
+        self._scope = func
+        # a recursive walk (`loop` is the function itself) checks its parameter outside any loop
+        fix_loop = None if walk.recursive else loop
+        for node, _ in _statements(loop.body, rebinding=None if walk.recursive else walk.var):
+            if isinstance(node, ast.Assert):
+                # `assert not marked`: raises AssertionError exactly when the test is false
+                facts = self.facts(node.test, walk.var)
+                if (facts.c or facts.d) and id(node) not in self.reported \
+                        and not self._side_root_only(node.test, False, walk) \
+                        and not self._root_only_context(node, loop, walk) and not self._caught(node, loop):
+                    self.reported.add(id(node))
+                    yield self._finding(node, walk, False, False, None)
+                continue
             if not isinstance(node, ast.If):
                 continue
+            raising_in = [list(self._raising_statements(node.body, func)),
+                          list(self._raising_statements(node.orelse, func))]
+            if not raising_in[0] and not raising_in[1]:
+                continue  # nothing raises here: the condition does not matter (and is not analysed)
             facts = self.facts(node.test, walk.var)
             for in_body, branch in ((True, node.body), (False, node.orelse)):
                 hazard = (facts.a or facts.b) if in_body else (facts.c or facts.d)
                 if not hazard or not branch:
                     continue
                 safe = facts.a if in_body else facts.c
-                if self._side_root_only(node.test, in_body, walk):
+                raising = raising_in[0] if in_body else raising_in[1]
+                if not raising or self._side_root_only(node.test, in_body, walk):
                     continue
                 if self._root_only_context(node, loop, walk):
                     continue
-                for stmt, via_helper in self._raising_statements(branch, func):
+                for stmt, via_helper in raising:
                     if id(stmt) in self.reported or self._caught(stmt, loop):
                         continue
                     self.reported.add(id(stmt))
-                    yield self._finding(stmt, walk, via_helper, safe, loop)
+                    yield self._finding(stmt, walk, via_helper, safe, fix_loop)
 
     def _root_only_context(self, node: ast.If, loop, walk: Walk) -> bool:
         """True if ``node`` sits where only the root gets (enclosing root test, early continue)."""
@@ -636,6 +1058,8 @@ class _FileChecker:
         raised = None
         if isinstance(stmt, ast.Raise) and stmt.exc is not None:
             raised = last_name(stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc)
+        elif isinstance(stmt, ast.Assert):
+            raised = "AssertionError"
         child: ast.AST = stmt
         for anc in self.ctx.ancestors(stmt):
             if anc is loop:
@@ -660,8 +1084,16 @@ class _FileChecker:
         return True
 
     # ------------------------------------------------------------------ any(...) form
-    def _check_any_form(self, func, node: ast.If) -> Iterator[Finding]:
-        """``if any(marker(m) for m in x.modules()): raise`` (and ``not all(not ...)``)."""
+    def _check_any_form(self, func, node: ast.If | ast.Assert) -> Iterator[Finding]:
+        """``if any(marker(m) for m in x.modules()): raise`` (and ``not all(not ...)``,
+        ``assert not any(...)``)."""
+        self._scope = func
+        if isinstance(node, ast.Assert):
+            found = self._any_walk(node.test, func, negated=True)
+            if found is not None and found[0] and id(node) not in self.reported:
+                self.reported.add(id(node))
+                yield self._finding(node, found[1], False, False, None)
+            return
         found = self._any_walk(node.test, func, negated=False)
         if found is None:
             return
@@ -713,7 +1145,7 @@ class _FileChecker:
         ctx = self.ctx
         confidence = Confidence.INFERENCE if via_helper else Confidence.HIGH
         fix = None
-        if loop is None:
+        if loop is None or isinstance(stmt, ast.Assert):
             advice = "skip already-wrapped submodules instead of raising"
         else:
             advice = "skip it with 'continue'"
@@ -721,6 +1153,8 @@ class _FileChecker:
                 # `raise NotImplementedError(...)` is a deliberate unsupported-feature guard
                 # ("nested FSDP unsupported"): turning it into `continue` needs a human decision
                 safe = safe and not _raises_not_implemented(stmt)
+                # in a stack walk, `continue` before the push of the children also skips the subtree
+                safe = safe and not (walk.push_line and stmt.lineno <= walk.push_line)
                 applicability = Applicability.SAFE if safe else Applicability.UNSAFE
                 fix = ctx.make_fix(self._continue_edits(stmt), "Replace the raise with 'continue'", applicability)
             else:
@@ -742,6 +1176,28 @@ class _FileChecker:
         newline = source.newline()
         content = "".join(c + newline + indent for c in comments) + "continue"
         return [Edit(start, end, content)]
+
+
+def _clears(value: ast.AST) -> bool:
+    """True for a value that clears a mark rather than sets it (``False``, ``None``, ``0``, ``""``)."""
+    return isinstance(value, ast.Constant) and not value.value
+
+
+def _class_like_name(name: str | None) -> bool:
+    """True if ``name`` names a class by convention (``CheckpointModule``, not ``wrap`` or ``MAX``)."""
+    return bool(name) and name[0].isupper() and not name.isupper()
+
+
+def _is_slot(node: ast.AST, value: ast.AST) -> bool:
+    """True if ``node`` stores ``value`` (a node, or a ``Name`` compared by id) into a submodule slot."""
+    def same(other: ast.AST) -> bool:
+        return other is value or (isinstance(value, ast.Name) and isinstance(other, ast.Name) and other.id == value.id)
+
+    if isinstance(node, ast.Assign):
+        return same(node.value) and any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets)
+    if isinstance(node, ast.Call) and node.args and last_name(node.func) in {"setattr", "add_module", "register_module"}:
+        return same(node.args[-1])
+    return False
 
 
 def _comments(text: str) -> list[str]:

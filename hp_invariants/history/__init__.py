@@ -1,0 +1,14 @@
+"""History-aware features: stable fingerprints, baseline + ratchet, ``--since REV``, fix pins and
+restore-from-history for E9503.
+
+* :mod:`~hp_invariants.history.fingerprint`: a finding's identity across moves and renames;
+* :mod:`~hp_invariants.history.baseline`: the committed baseline file and its ratchet;
+* :mod:`~hp_invariants.history.git`: the ``git`` calls (subprocess), with clear errors;
+* :mod:`~hp_invariants.history.since`: findings introduced relative to a revision;
+* :mod:`~hp_invariants.history.pins`: fix pins (``E9590 reverted-fix``, ``W9591 stale-pin``);
+* :mod:`~hp_invariants.history.restore`: the last definition of a deleted method (E9503);
+* :mod:`~hp_invariants.history.cli`: the subcommands and options, wired into ``hp_invariants.cli``.
+
+The API works on :class:`hp_invariants.model.Finding` objects plus source text; nothing here is
+imported on the plain ``check`` path unless a history feature is in use.
+"""

@@ -1,0 +1,125 @@
+"""Stable finding identity: a fingerprint that survives line moves, unrelated edits and renames.
+
+A fingerprint hashes three things, as SARIF's ``partialFingerprints`` intend:
+
+* the rule id (``E9501``);
+* the enclosing qualified name (``HSDPParam.reset_sharded_param``, the finding's ``obj``), not the
+  file's path, so a moved or renamed file keeps its findings' identity;
+* a normalized form of the offending code: the source text of the finding's range, re-printed by
+  ``ast.unparse`` when it parses on its own (so indentation, line breaks, comments and quoting do
+  not matter), else with its whitespace collapsed.
+
+Line and column numbers are not part of it: code that moves keeps its fingerprint. Two identical
+findings in the same scope share one fingerprint; matching (:func:`match`) counts them.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import re
+import textwrap
+import warnings
+from collections import Counter
+from typing import Callable, Iterable, Sequence
+
+from hp_invariants.model import Finding
+
+#: Key of our entry in SARIF ``partialFingerprints`` (versioned: a new scheme gets a new key).
+SARIF_KEY = "hpInvariantsFingerprint/v1"
+
+
+def normalize_code(text: str) -> str:
+    """Return a layout-independent form of a piece of Python code.
+
+    Parses ``text`` (dedented) and re-prints it with ``ast.unparse``; when it does not parse on its
+    own (a fragment), falls back to the text with comments dropped and whitespace collapsed.
+    """
+    snippet = textwrap.dedent(text).strip()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.unparse(ast.parse(snippet))
+    except (SyntaxError, ValueError, RecursionError):
+        pass
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.unparse(ast.parse("(" + snippet + ")"))
+    except (SyntaxError, ValueError, RecursionError):
+        snippet = re.sub(r"#[^\n]*", "", snippet)
+        return " ".join(snippet.split())
+
+
+def finding_code(finding: Finding, source_text: str) -> str:
+    """Return the exact source text of ``finding``'s range in ``source_text`` (its file's text)."""
+    lines = source_text.splitlines(keepends=True)
+    first, last = finding.line - 1, finding.end_line - 1
+    if not 0 <= first < len(lines):
+        return ""
+    if first == last:
+        return lines[first][finding.col:finding.end_col]
+    chunk = [lines[first][finding.col:]] + lines[first + 1:last]
+    if last < len(lines):
+        chunk.append(lines[last][:finding.end_col])
+    return "".join(chunk)
+
+
+def fingerprint(finding: Finding, source_text: str) -> str:
+    """Return the fingerprint of ``finding`` (32 hex digits) given its file's ``source_text``."""
+    code = normalize_code(finding_code(finding, source_text))
+    key = "\x00".join((finding.rule_id, finding.obj, code))
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def annotate(findings: Sequence[Finding], read_text: Callable[[str], str | None]) -> list[Finding]:
+    """Return ``findings`` with their ``fingerprint`` field set.
+
+    ``read_text(path)`` returns a file's decoded text (``None`` when unreadable: the finding then
+    gets a fingerprint of its rule, scope and message). Findings that already carry one keep it.
+    """
+    texts: dict[str, str | None] = {}
+    result = []
+    for finding in findings:
+        if finding.fingerprint:
+            result.append(finding)
+            continue
+        if finding.path not in texts:
+            texts[finding.path] = read_text(finding.path)
+        text = texts[finding.path]
+        if text is None:
+            key = "\x00".join((finding.rule_id, finding.obj, finding.message))
+            fp = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        else:
+            fp = fingerprint(finding, text)
+        result.append(dataclasses.replace(finding, fingerprint=fp))
+    return result
+
+
+def match(current: Iterable[Finding], known: Iterable[str]) -> tuple[list[Finding], list[Finding], Counter]:
+    """Split ``current`` (fingerprinted findings) against the fingerprints ``known`` (a multiset).
+
+    Returns ``(new, unchanged, left)``: the findings whose fingerprint is not (or no longer often
+    enough) in ``known``, those matched, and what is left of ``known`` unmatched.
+    """
+    left = Counter(known)
+    new, unchanged = [], []
+    for finding in current:
+        if left[finding.fingerprint] > 0:
+            left[finding.fingerprint] -= 1
+            unchanged.append(finding)
+        else:
+            new.append(finding)
+    return new, unchanged, +left
+
+
+def read_text_file(path: str) -> str | None:
+    """Read and decode a Python file the way the checker does (``None`` when that fails)."""
+    from hp_invariants.source import SourceFile, read_source_bytes
+
+    try:
+        raw, _ = read_source_bytes(path, None)
+        return SourceFile.from_bytes(path, raw).text
+    except Exception:  # noqa: BLE001 - an unreadable file only loses its precise fingerprint
+        return None

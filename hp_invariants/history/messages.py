@@ -1,0 +1,80 @@
+"""# E9590 reverted-fix / W9591 stale-pin
+
+## What it does
+`hp-invariants pin COMMIT` reads a fix commit's diff, recognises the repairs this tool knows and
+records each as a *pin* in a committed file (`pins = "hp-invariants-pins.json"` in
+`[tool.hp-invariants]`, the default name):
+
+| rule | the repair pinned |
+|---|---|
+| E9501 `local-tensor-view-not-detached` | a `.detach()` added to a view bound to a local tensor |
+| E9502 `shard-gated-reset` | a shard-degree gate removed from a step that must run at every shard degree |
+| E9503 `undefined-method-call` | a called method (re)added to its class |
+| E9504 `wrap-overlap-hard-raise` | a `raise` in a submodule walk turned into a skip |
+
+A pin stores the rule, the qualified location (`HSDPParam.reset_sharded_param`; for an added
+method, its class), the repaired code's normalized form and the provenance (commit, subject line,
+date). `check` then reports:
+
+* **E9590 `reverted-fix`**: code that undoes a pinned repair, naming the commit:
+  `reverts the fix from 1a2b3c4 'Detach the local shard view' (2026-12-01): ...`. The pin is
+  re-checked on its own terms, not through the rule, so it fires also when the rule would stay
+  silent: a gate renamed (`self.is_shard` became `self.use_sharding`, which `shard-degree-gates`
+  does not list), an option changed, the module moved or the file renamed (the location is looked
+  up anywhere in the project);
+* **W9591 `stale-pin`**: a pin whose location exists nowhere in the project any more, or whose
+  repaired code can no longer be recognised (the view, call, walk or class is gone): re-pin the
+  repair where it went, or remove the pin with `hp-invariants unpin ID`. Pins are maintained, not
+  forgotten.
+
+A pin is refused when the commit's parent does not violate it (it must pin a real repair).
+`hp-invariants fix --pin` records pins for what it fixes (provenance: the `fix` run).
+
+## Why is this bad?
+The incident behind this project was four *earlier fixes lost*: a `.detach()` dropped by a
+refactor, a guard re-added, a method deleted by a docstring clean-up touching 66 files, an overlap
+check made strict again. Each had been fixed and verified before. A reverted fix is a regression
+by definition, whatever its new spelling.
+
+## Example
+```bash
+git log --oneline -1 3f2a9c1        # 3f2a9c1 Detach the local shard view (E9501)
+hp-invariants pin 3f2a9c1           # pinned E9501 at HSDPParam.reset_sharded_param
+git add hp-invariants-pins.json && git commit -m "pin the detach fix"
+# ... months later a refactor drops the .detach() ...
+hp-invariants check
+# fsdp/param.py:34:26: E9590 reverted-fix: reverts the fix from 3f2a9c1 'Detach the local shard view' ...
+```
+
+## Use instead
+Restore the repair (`git show <sha>` shows it), or, if the code was deliberately redesigned,
+`hp-invariants unpin <id>` in the same change so that the reviewer sees it.
+
+## Fix safety
+No automatic fix: the pin names the commit, and `git show <sha>` shows the repair to re-apply. (For
+E9503, the rule's own finding offers restoring the deleted method from history as an **unsafe**
+fix.)
+
+## Options
+* `pins` (string, default `hp-invariants-pins.json`): the pins file, relative to the
+  `pyproject.toml` holding `[tool.hp-invariants]`; `--pins FILE` on the command line.
+* `# noqa: E9590` and `# pylint: disable` do not silence a pin, on purpose: a pin is an explicit
+  decision, so undo it explicitly with `hp-invariants unpin ID` (reviewed in the pins file's diff).
+
+## References
+* The incident: four earlier fixes lost in hyper-parallel (issue 230), see `docs/rules/`.
+* SARIF 2.1.0 `partialFingerprints` and `baselineState`, which the fingerprints and `--since` follow.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+CODES = ("E9590", "reverted-fix", "W9591", "stale-pin")
+
+
+def doc_for(code: str) -> str | None:
+    """Return the documentation of the pin messages if ``code`` names one (id or symbol)."""
+    if code.upper() in CODES or code in CODES:
+        return inspect.cleandoc(__doc__ or "").rstrip("\n") + "\n"
+    return None
