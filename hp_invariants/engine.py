@@ -96,8 +96,9 @@ class Session:
     ``settings``: a :class:`~hp_invariants.config.Resolver` (per-file configuration) or any callable
     ``path -> Settings`` (the pylint plugin builds one from pylint's options); ``project``: the
     :class:`~hp_invariants.project.Project` rules with ``project_facts`` read (``None``: such rules
-    stay silent); ``results``: a :class:`ResultsCache` that :meth:`check_bytes` reads and fills
-    (``None``: none). Every method is safe to call for many files; nothing is global.
+    stay silent unless ``Rule.project_optional``); ``results``: a :class:`ResultsCache` that
+    :meth:`check_bytes` reads and fills (``None``: none). Every method is safe to call for many
+    files; nothing is global.
     """
 
     def __init__(self, settings: Resolver | Callable[[str], Settings], project: Project | None = None,
@@ -138,7 +139,7 @@ class Session:
         ctx = FileContext(source=source, tree=tree, options=settings.options, project=project)
         findings: list[Finding] = []
         for rule in settings.rules if rules is None else rules:
-            if rule.project_facts is not None and project is None:
+            if rule.project_facts is not None and project is None and not rule.project_optional:
                 continue
             findings.extend(rule.check(ctx))
         findings.sort(key=Finding.sort_key)

@@ -184,6 +184,8 @@ class Rule:
       run (a cheap test that skips files that cannot match); empty means always run;
     * ``project_facts``: a :class:`hp_invariants.project.ProjectFacts` when the rule needs facts
       about the whole project (E9503: every class), read in ``check`` with ``ctx.project_data(self)``;
+    * ``project_optional``: True when the rule also runs without a project (``ctx.project is None``:
+      it then uses what the file itself shows); False (default): such a rule is not run then;
     * ``codemod_command``: the name of the rule's libcst codemod class (default: the symbol in
       CamelCase + ``Command``; see :mod:`hp_invariants.codemods`).
 
@@ -200,6 +202,7 @@ class Rule:
     prefilter: Sequence[str] = ()
     prefilter_option: str | None = None
     project_facts: "ProjectFacts | None" = None
+    project_optional: bool = False
     codemod_command: str = ""
 
     @property

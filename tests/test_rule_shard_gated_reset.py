@@ -89,12 +89,12 @@ def test_is_sharded_is_a_gate_only_when_configured():
 def test_quantities_option_accepts_strings_and_compiled_patterns():
     code = """
         def f(m, mesh):
-            if mesh.dp_mesh.size() > 1:
+            if mesh.batch_mesh.size() > 1:
                 fully_shard(m)
         """
     assert _check(code) == []
-    assert len(_check(code, **{"shard-degree-quantities": (r"dp_mesh\.size",)})) == 1
-    assert len(_check(code, **{"shard-degree-quantities": (re.compile(r"dp_mesh\.size"),)})) == 1
+    assert len(_check(code, **{"shard-degree-quantities": (r"batch_mesh\.size",)})) == 1
+    assert len(_check(code, **{"shard-degree-quantities": (re.compile(r"batch_mesh\.size"),)})) == 1
 
 
 def test_comparison_forms():
@@ -277,10 +277,10 @@ def test_ternary_with_side_effects_in_the_other_branch_is_unsafe():
 def test_options_are_declared_with_kinds():
     kinds = {o.name: o.kind for o in RULE.options}
     assert kinds == {"unconditional-calls": "csv", "shard-degree-gates": "csv",
-                     "shard-degree-quantities": "regexp_csv"}
+                     "shard-degree-quantities": "regexp_csv", "parallel-degree-quantities": "regexp_csv"}
     # the text prefilter follows the configured call names
     assert RULE.prefilter_option == "unconditional-calls"
-    assert RULE.applies_to("x.reset_sharded_param()") and not RULE.applies_to("x.materialize()")
+    assert RULE.applies_to("x.reset_sharded_param()")
     assert RULE.applies_to("x.materialize()", {"unconditional-calls": ("materialize",)})
 
 
@@ -289,3 +289,280 @@ def test_summary_is_capitalised_like_the_other_rules():
 
     assert RULE.summary.startswith("A must-always-run")
     assert all(rule.summary[0].isupper() for rule in RULES)
+
+
+# ---------------------------------------------------------------------- project facts (issue 11)
+def _project(tmp_path, files: dict[str, str]):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, code in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(code))
+    return tmp_path
+
+
+def _check_project(root, name, cache_dir=None, keep=None, **options):
+    from hp_invariants.project import Project
+
+    project = Project(cache_dir=str(cache_dir) if cache_dir else None, use_cache=cache_dir is not None)
+    session = session_for_rules([RULE], {"E9502": options} if options else None, project)
+    if keep is not None:
+        keep.append(session)
+    path = root / name
+    return session.check_bytes(str(path), path.read_bytes()).findings
+
+
+HELPERS = """
+    def apply_fsdp(model):
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+
+    class Dims:
+        @property
+        def dp_enabled(self):
+            return self.dp_shard > 1
+
+        @property
+        def cp_enabled(self):
+            return self.cp > 1
+    """
+USES = """
+    from helpers import apply_fsdp
+
+    def build(model, dims):
+        if dims.dp_enabled or dims.cp_enabled:
+            apply_fsdp(model)
+        if dims.cp_enabled:
+            fully_shard(model)
+    """
+
+
+def test_summary_is_plain_option_independent_data():
+    import marshal
+
+    from hp_invariants.rules.shard_gate_facts import summarize
+
+    tree = ast.parse(textwrap.dedent(HELPERS + """
+        class E:
+            def __init__(self, ws):
+                self.need = ws > 1
+                self.other = ws
+        """))
+    summary = summarize(tree)
+    assert marshal.loads(marshal.dumps(summary)) == summary  # tuples, frozensets, str, int, bool, None
+    functions, attr_values, attr_other = summary
+    by_name = {f[0]: f for f in functions}
+    assert by_name["apply_fsdp"][3] == frozenset({"fully_shard"})
+    assert by_name["dp_enabled"][1:3] == (True, (("cmp", ">", ("a", "dp_shard", "self"), 1),))
+    assert attr_values == (("need", ("cmp", ">", ("n", "ws"), 1)),)
+    assert attr_other == frozenset({"other"})
+
+
+def test_unconditional_calls_follow_every_normal_path():
+    from hp_invariants.rules.shard_gate_facts import summarize
+
+    code = """
+        def both(m, x):
+            if x:
+                fully_shard(m, a=1)
+            else:
+                fully_shard(m)
+
+        def one(m, x):
+            if x:
+                fully_shard(m)
+
+        def after_exit(m, x):
+            if x:
+                return
+            fully_shard(m)
+
+        def in_with_and_for(m):
+            with ctx():
+                for b in m.blocks:
+                    fully_shard(b)
+
+        def lazy(m):
+            return [fully_shard(b) for b in m.blocks], (lambda: fully_shard(m)), x or fully_shard(m)
+        """
+    calls = {f[0]: f[3] for f in summarize(ast.parse(textwrap.dedent(code)))[0]}
+    assert "fully_shard" in calls["both"] and "fully_shard" in calls["in_with_and_for"]
+    assert "fully_shard" not in calls["one"] | calls["after_exit"] | calls["lazy"]
+
+
+def test_cross_file_gates_and_helpers_need_the_project(tmp_path):
+    root = _project(tmp_path, {"helpers.py": HELPERS, "train.py": USES})
+    findings = _check_project(root, "train.py")
+    assert [(f.line, f.args) for f in findings] == [
+        (6, ("apply_fsdp() -> fully_shard", "dims.dp_enabled or dims.cp_enabled"))]
+    assert findings[0].confidence is Confidence.INFERENCE
+    assert findings[0].fix.applicability is Applicability.UNSAFE  # the helper runs more than the step
+    # without a project the rule still runs, on what the file itself shows
+    path = root / "train.py"
+    assert session_for_rules([RULE]).check_bytes(str(path), path.read_bytes()).findings == []
+    seed = "def f(self):\n    if self.is_shard:\n        self.p.reset_sharded_param()\n"
+    assert len(session_for_rules([RULE]).check_bytes("t.py", seed.encode()).findings) == 1
+
+
+def test_cross_file_facts_survive_the_cache(tmp_path):
+    root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES})
+    cache = tmp_path / "cache"
+    first = _check_project(root, "train.py", cache)
+    second = _check_project(root, "train.py", cache)
+    assert [f.args for f in first] == [f.args for f in second] and len(first) == 1
+    assert any(cache.iterdir())
+
+
+def test_same_file_definitions_shadow_the_project(tmp_path):
+    uses = USES + """
+    def apply_fsdp(model):
+        if model.ready:
+            fully_shard(model)
+
+    class Dims:
+        @property
+        def dp_enabled(self):
+            return self.ready
+    """
+    root = _project(tmp_path, {"helpers.py": HELPERS, "train.py": uses})
+    assert _check_project(root, "train.py") == []
+
+
+def test_options_are_applied_at_check_time(tmp_path):
+    root = _project(tmp_path, {"helpers.py": HELPERS, "train.py": USES})
+    # cp is configured as a shard degree: `dims.cp_enabled` alone is now a gate
+    findings = _check_project(root, "train.py", **{"shard-degree-quantities": ("dp_shard", "cp")})
+    assert [f.line for f in findings] == [6, 8]
+    # apply_fsdp is must-run only through fully_shard: with other must-run names it is not
+    findings = _check_project(root, "train.py", **{"unconditional-calls": ("reset_sharded_param",)})
+    assert findings == []
+
+
+def test_instance_attribute_is_a_gate_only_when_every_store_is_a_degree_predicate(tmp_path):
+    engine = """
+        class Engine:
+            def __init__(self, world_size):
+                self.need = world_size > 1
+
+            def setup(self, model):
+                if self.need:
+                    fully_shard(model)
+        """
+    assert len(_check(engine)) == 1
+    assert _check(engine + "\n    def off(self):\n        self.need = False\n") == []
+    assert _check(engine.replace("world_size > 1", "tp_size > 1")) == []
+    # stored in another file of the project (a base class), read here
+    root = _project(tmp_path, {"base.py": engine.split("    def setup")[0],
+                               "sub.py": "from base import Engine\nclass Sub(Engine):\n    def go(self, m):\n"
+                                         "        if self.need:\n            fully_shard(m)\n"})
+    assert [f.line for f in _check_project(root, "sub.py")] == [5]
+    (root / "other.py").write_text("class O:\n    def __init__(self, cfg):\n        self.need = cfg.need\n")
+    assert _check_project(root, "sub.py") == []
+
+
+def test_disjunctions_of_degrees():
+    def check(test):
+        return _check(f"def f(m, dp_shard, cp, tp, force):\n    if {test}:\n        fully_shard(m)\n")
+
+    for test in ("dp_shard > 1 or cp > 1", "cp > 1 or dp_shard > 1 or tp > 1", "not (dp_shard == 1 and cp == 1)"):
+        assert len(check(test)) == 1, test
+    assert check("dp_shard > 1 or cp > 1")[0].args[1] == "dp_shard > 1 or cp > 1"
+    for test in ("tp > 1 or cp > 1", "dp_shard > 1 or force", "cp > 1", "tp > 1 and dp_shard > 2"):
+        assert check(test) == [], test
+
+
+def test_mesh_sizes():
+    def check(test):
+        return _check(f"def f(m, mesh, dp_mesh, tp_mesh):\n    if {test}:\n        fully_shard(m)\n")
+
+    for test in ("dp_mesh.size() > 1", 'mesh["dp_shard"].size() > 1', "self.fsdp_mesh.size() != 1",
+                 "mesh.dp_shard_mesh.size() >= 2"):
+        assert len(check(test)) == 1, test
+    for test in ("tp_mesh.size() > 1", 'mesh["ep"].size() > 1', "mesh.size() > 1", "self.ep_mesh.size() > 1"):
+        assert check(test) == [], test
+
+
+def test_helper_chain_else_branch_and_prefilter(tmp_path):
+    code = """
+        def shard_all(m):
+            fully_shard(m)
+
+        def wrap(m):
+            shard_all(m)
+
+        def f(m, ws):
+            if ws > 1:
+                wrap(m)
+            else:
+                fully_shard(m)
+            if ws > 1:
+                wrap(m)
+        """
+    findings = _check(code)
+    assert [(f.line, f.args[0]) for f in findings] == [(14, "wrap() -> shard_all() -> fully_shard")]
+    # a file that only calls a project helper by name gets through the text prefilter once the
+    # project's facts are built
+    root = _project(tmp_path, {"helpers.py": HELPERS, "train.py": USES})
+    sessions = []  # the project's facts live as long as the session that built them
+    _check_project(root, "train.py", keep=sessions)
+    assert RULE.applies_to("if ws > 1:\n    apply_fsdp(m)\n")
+    assert not RULE.applies_to("if ws > 1:\n    shard(m)\n")
+    assert not RULE.applies_to("x.materialize()")
+
+
+def test_checked_text_newer_than_the_project_facts(tmp_path):
+    # the facts come from the files on disk; the checked text (an editor buffer, a fix pass) adds a
+    # local apply_fsdp() that only sometimes shards: the file's own def wins for its calls, and the
+    # chain through other files is reported as far as it is known
+    from hp_invariants.project import Project
+
+    root = _project(tmp_path, {
+        "helpers.py": HELPERS,
+        "other.py": "def wrap(m):\n    apply_fsdp(m)\n",
+        "train.py": "def f(m, ws):\n    pass\n",
+    })
+    text = ("def apply_fsdp(m):\n    if m.ready:\n        fully_shard(m)\n\n"
+            "def f(m, ws):\n    if ws > 1:\n        wrap(m)\n    if ws > 1:\n        apply_fsdp(m)\n")
+    session = session_for_rules([RULE], None, Project(use_cache=False))
+    findings = session.check_bytes(str(root / "train.py"), text.encode()).findings
+    assert [(f.line, f.args[0]) for f in findings] == [(7, "wrap() -> apply_fsdp")]
+
+
+def test_abstract_placeholders_do_not_veto_the_overrides():
+    code = """
+        class Base:
+            def apply_fsdp(self, mesh):
+                "Shard this block."
+                raise NotImplementedError
+
+        class Block(Base):
+            def apply_fsdp(self, mesh):
+                fully_shard(self, mesh=mesh)
+
+        def build(blocks, mesh, dp_mesh):
+            if dp_mesh.size() > 1:
+                for block in blocks:
+                    block.apply_fsdp(mesh)
+        """
+    findings = _check(code)
+    assert [(f.line, f.args[0]) for f in findings] == [(14, "apply_fsdp() -> fully_shard")]
+    # a concrete definition that does not always shard still vetoes
+    assert _check(code + "\nclass Lazy(Base):\n    def apply_fsdp(self, mesh):\n        pass\n") == []
+
+
+def test_class_level_default_or_field_is_not_a_predicate():
+    code = """
+        class Engine:
+            use_fsdp: bool = False
+
+            def __init__(self, world_size):
+                self.use_fsdp = world_size > 1
+
+            def setup(self, model):
+                if self.use_fsdp:
+                    fully_shard(model)
+        """
+    assert _check(code) == []
+    assert len(_check(code.replace("use_fsdp: bool = False", "pass"))) == 1

@@ -1,11 +1,38 @@
 """# E9502 shard-gated-reset
 
 ## What it does
-Finds a call to a step that must run at every shard degree (option `unconditional-calls`, default
-`reset_sharded_param` and `fully_shard`; the callee's last name component is matched, so
-`p.reset_sharded_param()`, `fully_shard(m)` and `torch.distributed.fsdp.fully_shard(m)` all count)
-that only runs when a **shard-degree predicate** holds, so that at shard degree 1 (world size 1,
-`dp_shard == 1`) it is silently skipped.
+Finds a call to a step that must run at every shard degree that only runs when a **shard-degree
+predicate** holds, so that at shard degree 1 (world size 1, `dp_shard == 1`) it is silently skipped.
+
+A must-run step is
+
+* a call of a name in the option `unconditional-calls` (default `reset_sharded_param`,
+  `fully_shard` and `register_fsdp_forward_method`; the callee's last name component is matched, so
+  `p.reset_sharded_param()`, `fully_shard(m)` and `torch.distributed.fsdp.fully_shard(m)` all count);
+* a call of a **project function that always calls a must-run step** (on every path that returns
+  normally: `for` bodies count, `if` branches only when both make the call, nothing after a possible
+  early exit, no `while` body, `except` handler, comprehension or lambda), transitively and across
+  the files of the project: `def apply_fsdp(m): ...; fully_shard(m)` makes `if ws > 1:
+  apply_fsdp(m)` a finding, reported as `'apply_fsdp() -> fully_shard()'`. Every `def` of that name
+  must qualify (the file's own `def`s when it has one, else every other file's), except abstract
+  placeholders (`@abstractmethod`, or a body that only raises `NotImplementedError`) when the name
+  has other definitions: a base class's `apply_fsdp` that raises leaves the decision to its overrides.
+
+Why `register_fsdp_forward_method`: FSDP2 runs its all-gather/reshard hooks around `forward` only;
+a model whose other method (`generate`) runs the forward pass needs
+`register_fsdp_forward_method(model, "generate")` wherever `fully_shard` ran, and `fully_shard`
+runs at every shard degree. PyTorch makes it safe to call unconditionally: "If `module` is not an
+FSDPModule, then this is a no-op ... to allow including both when using/not using FSDP"
+(`torch/distributed/fsdp/_fully_shard/_fully_shard.py`). FSDP2 itself handles world size 1
+(`FSDPParamGroup.unshard`/`wait_for_unshard` have `world_size == 1` paths without collectives), so
+sharding at degree 1 is a supported configuration, not a corner case. Steps considered and **not**
+added: `init_process_group` (`fully_shard` without a mesh initializes the default group itself, and
+a missing group fails loudly, not silently: `_init_default_mesh` in `_fsdp_init.py`);
+`to_empty`/`init_weights` (meta-device materialization must run whenever meta init ran, which a
+gate may legitimately mirror); `set_requires_gradient_sync`, `set_reshard_after_backward`,
+prefetching (performance knobs: at degree 1 the reduce-scatter is the identity); DCP's
+`get_/set_model_state_dict` (work for sharded and plain modules, and the alternative branch usually
+loads differently on purpose). Add names to `unconditional-calls` if your project has more.
 
 A shard-degree predicate is
 
@@ -14,13 +41,49 @@ A shard-degree predicate is
   not a gate;
 * a comparison against 1 of a shard-degree quantity (option `shard-degree-quantities`): a name,
   attribute or getter call whose last name matches (`self.world_size > 1`,
-  `dist.get_world_size() > 1`, `1 < ws`, `shard_degree != 1`, `dp_shard >= 2`), or the same negated
+  `dist.get_world_size() > 1`, `1 < ws`, `shard_degree != 1`, `dp_shard >= 2`, `dp_size > 1`), the
+  size of a data-parallel device mesh (`dp_mesh.size() > 1`, `dp_shard_mesh`, `fsdp_mesh`, and a
+  mesh subscript `mesh["dp_shard"].size()`, read as `dp_shard_mesh.size`), or the same negated
   (`ws == 1`, `ws <= 1`, `ws < 2`) with the call in the branch where it is false;
+* an `or` of degree predicates of which at least one is a shard-degree predicate and the others
+  compare other parallel degrees with 1 (option `parallel-degree-quantities`: `cp`, `tp`, `pp`,
+  `ep`, `dp_replicate` degrees and meshes): `dp_shard > 1 or cp > 1` is still false at world size 1,
+  where every degree is 1;
 * a local alias of one (`shard = self.is_shard`, `need = ws > 1`, assigned exactly once in the
-  function, before the test), or a `@property` / function **defined in the same file** whose every
-  `return` is one (`@property def needs_sharding(self): return self.shard_degree > 1`, then
-  `if self.needs_sharding:`), or a walrus `(shard := self.is_shard)`. Cross-file properties and
-  instance attributes assigned from a comparison (`self.need = ws > 1` in `__init__`) are not followed.
+  function, before the test), or a walrus `(shard := self.is_shard)`;
+* a `@property` or function of the project whose every `return` is one
+  (`@property def dp_shard_enabled(self): return self.dp_shard > 1`, then
+  `if dims.dp_shard_enabled:`; `def is_distributed(ws): return ws > 1`), defined in the same file
+  or **in another file** of the project (the file's own definitions take precedence; every
+  definition of that name must qualify; properties may delegate to properties:
+  `return self.dp_shard_enabled or self.cp_enabled`);
+* an **instance attribute** every store of which assigns one (`self.use_fsdp = self.world_size > 1`
+  in `__init__`, then `if self.use_fsdp:`), in the same file or in another file (a base class); a
+  single store of anything else (`self.use_fsdp = cfg.fsdp`, `self.use_fsdp = False`) anywhere in
+  the project (the file's own stores take precedence) makes it a flag, not a predicate.
+
+The class, as refactorings of the seed `if self.is_shard and not self._reset_sharded_params:
+reset...`, each with a flagged fixture and a clean twin under `tests/fixtures/shard-gated-reset/`:
+
+1. the gate moved into a `@property` or function of the same file (`property_gate`,
+   `function_gate`) or of **another file** (`cross_file_gate_project`);
+2. the gate stored on the instance (`instance_attribute_gate`) or bound to a local
+   (`local_alias`, `walrus_gate` codemod);
+3. the gate negated into an early exit (`early_exit`), an `else` branch (`negated_else`), an
+   `elif` chain (`elif_chain`);
+4. the gate spelled as a degree comparison (`world_size_compare`), a **disjunction of degrees**
+   (`degree_disjunction`), a **data-parallel mesh size** (`data_parallel_mesh`);
+5. the step moved into a **helper that always runs it**, in the same file (`must_run_helper`) or
+   another (`must_run_helper_project`), or a step that must follow the wrap
+   (`forward_method`);
+6. the gated call written as a ternary, short-circuit, comprehension filter or nested `if`
+   (`ternary`, `short_circuit`, `nested_if`).
+
+Near misses that stay clean: tensor-/expert-parallel degrees and meshes (`other_degrees`,
+`data_parallel_mesh_ok`), `is_sharded` state (`is_sharded_state`, `cross_file_gate_project_ok`),
+`is_shard or force` (`or_chain`, `degree_disjunction_ok`), a gate whose other branch runs the same
+step, directly or through a helper (`complementary_branch_ok`, `must_run_helper_ok`), helpers that
+only sometimes run the step (`must_run_helper_project_ok`).
 
 The call is gated when it sits
 
@@ -36,21 +99,23 @@ The call is gated when it sits
 
 No message for:
 
-* a call whose complementary path calls the same function too (same last name): the other branch of
-  the `if` (its whole `elif`/`else` chain) or of the ternary, or the exiting branch of an early-exit
-  guard (`if ws > 1: fully_shard(m, mesh=mesh)` / `else: fully_shard(m)`; `if not self.is_shard:`
-  resetting and then returning). The step runs at every shard degree. An `else: pass` or an `else`
-  with other calls only does not count;
-* an `or` chain: `if self.is_shard or force:` runs the reset when `force` holds, so it is not gated;
+* a call whose complementary path runs the same step too (the same last name, or a must-run helper
+  that ends in the same step): the other branch of the `if` (its whole `elif`/`else` chain) or of
+  the ternary, or the exiting branch of an early-exit guard (`if ws > 1: fully_shard(m, mesh=mesh)`
+  / `else: fully_shard(m)`; `if ws > 1: apply_fsdp(m)` / `else: fully_shard(m)`;
+  `if not self.is_shard:` resetting and then returning). The step runs at every shard degree. An
+  `else: pass` or an `else` with other calls only does not count;
+* an `or` chain with anything but degree predicates: `if self.is_shard or force:` runs the reset
+  when `force` holds, so it is not gated; an `or` of other degrees only (`tp > 1 or cp > 1`);
 * `is_sharded`: in PyTorch FSDP2 `FSDPParam.is_sharded` / `FSDPParamGroup.is_sharded` is the
   sharded **state** of the parameters (sharded vs unsharded right now), not the shard degree. PyTorch's
   own `FSDPParamGroup.lazy_init` runs `if self.is_sharded and not self._reset_sharded_params:`, and
   hyper-parallel's `TorchHSDPStateV2._init_hsdp_params` tests `if hsdp_param.is_sharded:`; both are
   correct and stay clean. Add `is_sharded` to `shard-degree-gates` only if your code uses it as a degree;
 * `mesh.size() > 1`: a device mesh may be a tensor- or expert-parallel mesh, so its size is not a
-  shard degree; only meshes named like `fsdp_mesh`, `shard_mesh` or `dp_shard_mesh` count by default
-  (the quantity regexes are also matched against `receiver.method` of a call, so you can add
-  `dp_mesh\\.size`);
+  shard degree; only data-parallel meshes (`dp_mesh`, `dp_shard_mesh`, `fsdp_mesh`, `shard_mesh`,
+  `mesh["dp"]`) count by default (the quantity regexes are matched against `receiver.method` of a
+  call); `tp_mesh`, `ep_mesh`, `mesh["tp"]` do not;
 * `assert ws > 1` before the call: the assertion states a precondition loudly (and vanishes under
   `-O`), it does not skip the step silently;
 * comparisons with other bounds (`ws > 2`), and other parallel degrees (`tp_size`, `ep_size`,
@@ -58,6 +123,16 @@ No message for:
 * a call inside a nested function or lambda: the gate around its definition does not gate its call;
 * an early exit through a call (`sys.exit()`, `os._exit()`): only `return`, `raise`, `continue` and
   `break` statements are recognized as exits.
+
+Known limits (no message): a must-run step called through a callable alias or a parameter
+(`shard_fn = functools.partial(fully_shard, mesh=m)`, then `shard_fn(block)`; `fully_shard_fn=...`
+passed in); a class whose constructor always shards (`Wrapper(model)`); module-level constants
+(`USE_FSDP = WORLD_SIZE > 1`); an instance attribute stored from a bare gate name
+(`self.need = self.is_shard`); names are resolved by last name, not through imports, so two
+unrelated project functions of one name must both qualify. In the pylint plugin and the codemods,
+which build project facts on first use, a file that calls a project helper by name but no
+configured step passes the text prefilter only while no other project's facts have been built in
+that process.
 
 ## Why is this bad?
 hyper-parallel's `TorchHSDPStateV2.lazy_init` must re-wrap every sharded parameter after meta-device
@@ -126,15 +201,46 @@ The fix removes the gate and nothing else:
 * ternary `fully_shard(m) if ws > 1 else m`: replaced by the branch holding the call;
 * comprehension filter `if ws > 1`: removed; short-circuit `gate and reset()`: the gate operand dropped.
 
-These are **safe** when the gated region holds only the must-always-run step: calls of
-`unconditional-calls` (as statements or assigned, e.g. `model = fully_shard(model)`), `for`/`with`
-blocks of those, `pass`, and flag assignments of constants (`self._done = True`); for a ternary, the
-other branch must be free of side effects (a constant or a name) and the kept branch the call itself.
-They are **unsafe** (applied only with `--unsafe-fixes`) when the region holds more, since that code
-would then also run at shard degree 1 (a `return fully_shard(m)` body counts as more: the return
-moves out of the gate), when the dropped gate calls a function or reads a `@property` of the project
-(a property read runs project code too, which may have side effects), when it is a walrus gate, or
-when the value of a short-circuit expression is used.
+A fix is **safe** (applied by default) only when the rewrite provably changes nothing but "the
+step now also runs at shard degree 1" (checked by the executable oracle in
+`tests/test_fix_oracle.py`, which runs generated programs before and after the fix):
+
+* the gated region holds only the step: calls of `unconditional-calls` whose receiver and
+  arguments have no side effects (names, attribute reads, constants, subscripts, operators and
+  `len`/`isinstance`/`range`/`model.parameters()`-like calls), as statements or assigned to a name
+  or attribute (`model = fully_shard(model)`); `for` loops without `else` over such an iterable;
+  `with` blocks of grad-mode context managers (`no_grad`, `enable_grad`, `inference_mode`,
+  `set_grad_enabled`, `nullcontext`); `if` blocks without `else` whose test has no side effects;
+  `pass`; and flag assignments of constants (`self._done = True`);
+* no name the region binds (a loop variable, `x = step(...)`, `done = True`) is read elsewhere in
+  the function (`model = fully_shard(model)` does not count: `fully_shard` returns the module);
+* for a dropped `and` conjunct: the `if` has no `else`/`elif` (an `else: pass` does not count), and
+  the conjuncts after the gate have no side effects (the short circuit skipped them at degree 1);
+* for a ternary: the kept branch is the step itself (with side-effect-free arguments), the other
+  branch is a constant or a name, and the value is discarded (an expression statement) or is the
+  module `fully_shard` wraps and returns (`m = fully_shard(m) if ws > 1 else m`);
+* for a comprehension filter: the element is the step, the comprehension is an expression
+  statement (its value, `[]` at degree 1, is discarded) and the later filters and `for` clauses
+  have no side effects;
+* for a short circuit `gate and step()`: an expression statement whose operands between the gate
+  and the step have no side effects;
+* the dropped gate runs no project code (not a `@property` or function of the project) and binds
+  no name (a walrus gate is safe only as the whole test, `if (need := ws > 1):`, kept as
+  `need = ws > 1`).
+
+Where the rewrite sits (inside other `if`/`elif`/`else` branches, loops with `else`,
+`try`/`except`/`finally`, `with` blocks) does not change its applicability: the step itself is what
+now also runs at degree 1. Everything else with a fix is **unsafe** (applied only with
+`--unsafe-fixes`): a region holding more (that code would also run at degree 1; a
+`return fully_shard(m)` body counts as more, the return moves out of the gate), a dropped gate with
+an `else`/`elif` (that branch would run at other times: `if self.is_shard and not done: reset()`
+/ `else: replicate()` no longer replicates at world size 1 on the first call), a conjunct or
+argument with side effects that would now run at degree 1, a comprehension or short circuit whose
+value is used, a ternary whose value changes, a gate that is a project function or property.
+
+A gated call of a **must-run helper** (`apply_fsdp(m)`) is never safely unwrapped: the helper runs
+more than the step. Reading an instance attribute gate (`self.use_fsdp`) runs no code, so dropping
+it is like dropping a name.
 
 **Report-only** (no fix): early-exit guards (`if not self.is_shard: return`; removing them changes
 everything after the guard), calls in an `else` branch of a negative test or in an `elif` reached
@@ -146,23 +252,37 @@ whose body always exits (`return fully_shard(m)`) when code may run after it (la
 an enclosing loop or block): unwrapping it would leave that code unreachable.
 
 ## Options
-* `unconditional-calls` (csv, default `reset_sharded_param,fully_shard`): last name components of
-  the calls that must run at every shard degree.
+* `unconditional-calls` (csv, default `reset_sharded_param,fully_shard,register_fsdp_forward_method`):
+  last name components of the calls that must run at every shard degree (project functions that
+  always call one are added at check time).
 * `shard-degree-gates` (csv, default `is_shard`): names whose truth means "shard degree > 1", used
   as a bare name or an attribute (never a method call).
 * `shard-degree-quantities` (regexp_csv, default
-  `world_size,ws,(dp|fsdp|shard|dp_shard|data_parallel)_world_size,get_(dp_|fsdp_|shard_|data_parallel_)?world_size,(dp_)?shard(_mesh)?_(size|degree),dp_shard,(num|n)_shards,fsdp_(size|degree),data_parallel_shard_degree,(fsdp|shard|dp_shard)_mesh\\.size`):
+  `world_size,ws,(dp|fsdp|shard|dp_shard|data_parallel)_world_size,get_(dp_|fsdp_|shard_|data_parallel_)?world_size,(dp_)?shard(_mesh)?_(size|degree),dp_shard,(num|n)_shards,fsdp_(size|degree),data_parallel_shard_degree,(dp|data_parallel)_(size|degree),(fsdp|shard|dp_shard|dp|data_parallel|fsdp_shard)_mesh\\.size`):
   regular expressions matched (whole name) against the last name of a name, attribute or called
   function, and against `receiver.method` of a call; a comparison of such a quantity with 1 is a
   gate.
+* `parallel-degree-quantities` (regexp_csv, default
+  `(tp|cp|pp|ep|etp|sp|dp_replicate|dp_rep|replicate)(_world)?_(size|degree),(tp|cp|pp|ep|etp|dp_replicate),(tensor|context|pipeline|expert|sequence)_(model_)?parallel_(world_)?(size|degree),get_(tensor|context|pipeline|expert|sequence)_(model_)?parallel_world_size,(tp|cp|pp|ep|etp|sp|dp_replicate|replicate|tensor|context|pipeline|expert)_mesh\\.size`):
+  other parallel degrees; comparing one with 1 is not a gate by itself, but joins a shard-degree
+  predicate in an `or`.
 
-Text prefilter: a file is analysed only if one of the configured `unconditional-calls` names
-occurs in its text (the prefilter follows the option, so configured names are never skipped).
+Project facts: the rule reads, for every file of the project (the nearest folder with
+`pyproject.toml`, `setup.py`, `setup.cfg` or `.git`), the return values of its functions and
+properties, the names each function always calls, and the values stored into `self.<attr>`; they
+are summarized once per file (cached with the other project facts) and evaluated with the options
+of the file being checked. Without a project (library use with no `Project`), the rule uses what
+the file itself shows.
+
+Text prefilter: a file is analysed only if one of the configured `unconditional-calls` names, or
+the name of a project function that always calls one, occurs in its text.
 
 ## References
 * hyper-parallel issue 230 (gitcode mindspore/hyper-parallel): item 2, `TorchHSDPStateV2.lazy_init`.
 * PyTorch FSDP2: `torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py` (`lazy_init`,
-  `is_sharded`), `torch.distributed.fsdp.fully_shard`.
+  `is_sharded`, the `world_size == 1` paths of `unshard`/`wait_for_unshard`),
+  `torch.distributed.fsdp.fully_shard`, `register_fsdp_forward_method` (`_fully_shard.py`),
+  `_init_default_mesh` (`_fsdp_init.py`).
 * E9501 `local-tensor-view-not-detached` (the leaf invariant the reset establishes).
 """
 
@@ -173,10 +293,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+import dataclasses
+import weakref
+
 from hp_invariants.astutil import FunctionNode, dotted_name, last_name, walk_function_body
 from hp_invariants.model import Applicability, Confidence, Edit, Option, Rule
+from hp_invariants.rules import shard_gate_facts as facts
+from hp_invariants.rules.shard_gate_facts import ShardGateFacts, ShardGateIndex, mesh_receiver
 
-DEFAULT_CALLS = ("reset_sharded_param", "fully_shard")
+DEFAULT_CALLS = ("reset_sharded_param", "fully_shard", "register_fsdp_forward_method")
 DEFAULT_GATES = ("is_shard",)
 DEFAULT_QUANTITIES = (
     "world_size",
@@ -188,7 +313,15 @@ DEFAULT_QUANTITIES = (
     "(num|n)_shards",
     "fsdp_(size|degree)",
     "data_parallel_shard_degree",
-    r"(fsdp|shard|dp_shard)_mesh\.size",
+    "(dp|data_parallel)_(size|degree)",
+    r"(fsdp|shard|dp_shard|dp|data_parallel|fsdp_shard)_mesh\.size",
+)
+DEFAULT_DEGREES = (
+    "(tp|cp|pp|ep|etp|sp|dp_replicate|dp_rep|replicate)(_world)?_(size|degree)",
+    "(tp|cp|pp|ep|etp|dp_replicate)",
+    "(tensor|context|pipeline|expert|sequence)_(model_)?parallel_(world_)?(size|degree)",
+    "get_(tensor|context|pipeline|expert|sequence)_(model_)?parallel_world_size",
+    r"(tp|cp|pp|ep|etp|sp|dp_replicate|replicate|tensor|context|pipeline|expert)_mesh\.size",
 )
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
@@ -204,13 +337,16 @@ class Gate:
     ``node``: the expression at the use site (the conjunct a fix would drop); ``text``: how the message
     names it; ``via``: ``"direct"``, ``"alias"``, ``"property"`` or ``"function"``; ``drop_unsafe``:
     removing the expression may change more than the gate (it calls a project function, which may
-    have side effects, or binds a name with ``:=``).
+    have side effects, or binds a name with ``:=``); ``shard``: the predicate involves the shard
+    degree (False: only other parallel degrees, e.g. ``cp > 1``, which alone is not a gate but may
+    join a shard-degree predicate in an ``or``).
     """
 
     node: ast.AST
     text: str
     via: str = "direct"
     drop_unsafe: bool = False
+    shard: bool = True
 
 
 @dataclass
@@ -239,45 +375,321 @@ def _returns(func: ast.AST) -> list[ast.AST | None]:
     return values
 
 
-class _Analyzer:
-    """Gate analysis for one file (options, alias and definition caches)."""
+def _patterns(values) -> list[re.Pattern]:
+    return [re.compile(p) if isinstance(p, str) else p for p in values]
 
-    def __init__(self, ctx, rule: "ShardGatedReset"):
+
+def _sign(op: str, k: int) -> int:
+    """+1 when ``q <op> k`` means ``q > 1`` for an integer degree ``q >= 1``, -1 when it means
+    ``q == 1``, 0 otherwise."""
+    if (op, k) in {(">", 1), (">=", 2), ("!=", 1)}:
+        return 1
+    if (op, k) in {("==", 1), ("<=", 1), ("<", 2)}:
+        return -1
+    return 0
+
+
+def _operand_names(operand: tuple) -> tuple[str, ...]:
+    """The names a quantity regex is matched against, for an encoded operand."""
+    kind = operand[0]
+    if kind in ("n", "a"):
+        return (operand[1],)
+    if kind == "c":
+        return (operand[1], operand[2]) if operand[2] else (operand[1],)
+    return ()
+
+
+def _render(enc: tuple) -> str:
+    """Source-like text of an encoded expression (for messages)."""
+    kind = enc[0]
+    if kind == "n":
+        return enc[1]
+    if kind == "a":
+        return f"{enc[2]}.{enc[1]}" if enc[2] else enc[1]
+    if kind == "c":
+        return f"{enc[2] or enc[1]}()"
+    if kind == "cmp":
+        return f"{_render(enc[2])} {enc[1]} {enc[3]}"
+    if kind == "not":
+        return f"not {_render(enc[1])}"
+    if kind in ("and", "or"):
+        return f" {kind} ".join(_render(v) for v in enc[1])
+    return "..."
+
+
+class _LocalFacts:
+    """The checked file's own facts (from its current tree), by name."""
+
+    def __init__(self, tree: ast.Module):
+        functions, attr_values, attr_other = facts.summarize(tree)
+        self.functions: dict[str, list[facts.FunctionFact]] = {}
+        for func in functions:
+            func = facts.FunctionFact(*func)
+            self.functions.setdefault(func.name, []).append(func)
+        self.attr_values: dict[str, list[tuple]] = {}
+        for attr, value in attr_values:
+            self.attr_values.setdefault(attr, []).append(value)
+        self.attr_other = attr_other
+
+
+def _concrete(defs: list) -> list:
+    """The definitions that decide a name: abstract placeholders are left out unless all are."""
+    concrete = [f for f in defs if not f.abstract]
+    return concrete or defs
+
+
+def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, str]:
+    """Must-run names of the whole project for the option ``calls`` (memoized on the index): each
+    maps to a must-run name it always calls; option names map to themselves. A name is must-run
+    when every ``def`` of it, in any file, calls a must-run name on every normal path."""
+    key = ("closure", calls)
+    cached = index.memo.get(key)
+    if cached is not None:
+        return cached
+    via = {c: c for c in calls}
+    callers: dict[str, list[str]] = {}
+    for name, defs in index.functions.items():
+        if name in via:
+            continue
+        for _, func in defs:
+            for callee in func.calls:
+                callers.setdefault(callee, []).append(name)
+    work = list(calls)
+    while work:
+        callee = work.pop()
+        for name in callers.get(callee, ()):
+            if name in via:
+                continue
+            hits = [next((c for c in sorted(f.calls) if c in via), None)
+                    for f in _concrete([f for _, f in index.functions[name]])]
+            if all(hits):
+                via[name] = hits[0]
+                work.append(name)
+    index.memo[key] = via
+    return via
+
+
+_BUILT: "weakref.WeakSet[ShardGateIndex]" = weakref.WeakSet()
+
+
+class _RegisteringFacts(ShardGateFacts):
+    """:class:`ShardGateFacts` that remembers each index it builds, so that the text prefilter can
+    let through files that call a project's must-run helper (``apply_fsdp``) by name."""
+
+    def build(self, root, paths, summaries, digests):
+        """Build the index (see :meth:`ShardGateFacts.build`) and register it for the prefilter."""
+        index = super().build(root, paths, summaries, digests)
+        _BUILT.add(index)
+        return index
+
+
+def _closure_names(calls: frozenset[str]) -> set[str]:
+    """Every must-run helper name of the projects built in this process (for the prefilter)."""
+    names: set[str] = set()
+    for index in list(_BUILT):
+        names.update(project_closure(index, calls))
+    return names
+
+
+class _Analyzer:
+    """Gate analysis for one file (options, alias and definition caches, project facts)."""
+
+    def __init__(self, ctx, rule: "ShardGatedReset", index: ShardGateIndex | None = None):
         self.ctx = ctx
         self.calls = frozenset(ctx.option(rule, "unconditional-calls"))
         self.gates = frozenset(ctx.option(rule, "shard-degree-gates"))
-        self.quantities = [re.compile(p) if isinstance(p, str) else p
-                           for p in ctx.option(rule, "shard-degree-quantities")]
+        self.quantities = _patterns(ctx.option(rule, "shard-degree-quantities"))
+        self.degrees = _patterns(ctx.option(rule, "parallel-degree-quantities"))
         self.info = _FileInfo()
         for node in ctx.nodes_of(*FunctionNode):  # ast.walk order
             self.info.defs.setdefault(node.name, []).append(node)
+        self.index = index
+        self.file_no = index.file_no.get(ctx.path, -1) if index is not None else -1
+        self._local: _LocalFacts | None = None
+        self._must_run: dict[str, str] | None = None
 
     # ------------------------------------------------------------------ names
     def _quantity_name(self, name: str | None) -> bool:
         return name is not None and any(p.fullmatch(name) for p in self.quantities)
 
+    def _degree_name(self, name: str | None) -> bool:
+        return name is not None and any(p.fullmatch(name) for p in self.degrees)
+
     def is_unconditional(self, node: ast.AST) -> bool:
         """True for a call whose callee's last name is in ``unconditional-calls``."""
         return isinstance(node, ast.Call) and last_name(node.func) in self.calls
 
-    def is_quantity(self, expr: ast.AST, scope: ast.AST, depth: int) -> bool:
-        """True when ``expr`` is a shard-degree quantity (name, attribute, getter call, alias)."""
+    def is_quantity(self, expr: ast.AST, scope: ast.AST, depth: int, match=None) -> bool:
+        """True when ``expr`` is a shard-degree quantity (name, attribute, getter call, alias);
+        ``match``: the name test (default: the ``shard-degree-quantities`` regexes)."""
+        match = match or self._quantity_name
         if isinstance(expr, ast.Call):
             func = expr.func
-            if self._quantity_name(last_name(func)):
+            if match(last_name(func)):
                 return True
             if isinstance(func, ast.Attribute):
-                recv = last_name(func.value)
-                return recv is not None and self._quantity_name(f"{recv}.{func.attr}")
+                recv = mesh_receiver(func.value)
+                return recv is not None and match(f"{recv}.{func.attr}")
             return False
         if isinstance(expr, ast.Attribute):
-            return self._quantity_name(expr.attr)
+            return match(expr.attr)
         if isinstance(expr, ast.Name):
-            if self._quantity_name(expr.id):
+            if match(expr.id):
                 return True
             value = self.alias_value(expr, scope)
-            return value is not None and depth < _MAX_DEPTH and self.is_quantity(value, scope, depth + 1)
+            return value is not None and depth < _MAX_DEPTH and self.is_quantity(value, scope, depth + 1, match)
         return False
+
+    # ------------------------------------------------------------------ project facts
+    def local(self) -> "_LocalFacts":
+        """The facts of the file being checked, from its current tree (not the cached summary)."""
+        if self._local is None:
+            self._local = _LocalFacts(self.ctx.tree)
+        return self._local
+
+    def functions_named(self, name: str) -> list[facts.FunctionFact]:
+        """The ``def``s of ``name``: this file's when it has one, else every other project file's."""
+        local = self.local().functions.get(name)
+        if not local:
+            local = [f for n, f in self.index.functions.get(name, ()) if n != self.file_no] if self.index else []
+        return _concrete(local)
+
+    def attribute_values(self, attr: str) -> list[tuple] | None:
+        """Encoded values of every ``self.<attr>`` store (this file's when it stores one, else every
+        other project file's), or ``None`` when one of them is not boolean-shaped or there is none."""
+        local = self.local()
+        if attr in local.attr_other:
+            return None
+        if attr in local.attr_values:
+            return local.attr_values[attr]
+        if self.index is None:
+            return None
+        if any(n != self.file_no for n in self.index.attr_other.get(attr, ())):
+            return None
+        values = [v for n, v in self.index.attr_values.get(attr, ()) if n != self.file_no]
+        return values or None
+
+    def must_run(self) -> dict[str, str]:
+        """Map each must-run name to the must-run name it always calls (an option name maps to itself).
+
+        A project function is must-run when every one of its ``def``s (this file's, when it has
+        one) unconditionally calls a must-run name; the closure is taken to a fixed point.
+        """
+        if self._must_run is not None:
+            return self._must_run
+        base = project_closure(self.index, self.calls) if self.index is not None else {c: c for c in self.calls}
+        local = {name: _concrete(defs) for name, defs in self.local().functions.items()}
+        via = {name: v for name, v in base.items() if name in self.calls or name not in local}
+        changed = True
+        while changed:
+            changed = False
+            for name, defs in local.items():
+                if name in via or not defs:
+                    continue
+                hits = [next((c for c in sorted(d.calls) if c in via), None) for d in defs]
+                if all(hits):
+                    via[name] = hits[0]
+                    changed = True
+        self._must_run = via
+        return via
+
+    def root(self, name: str) -> str:
+        """The option name that the must-run ``name`` ends up calling."""
+        via = self.must_run()
+        seen = set()
+        while name not in self.calls and name in via and name not in seen:
+            seen.add(name)
+            name = via[name]
+        return name
+
+    def must_run_call(self, node: ast.AST) -> str | None:
+        """For a call of a project function that always calls a must-run step: the chain of calls
+        down to that step (``"apply_fsdp() -> fully_shard"``), else ``None``."""
+        if not isinstance(node, ast.Call):
+            return None
+        name = last_name(node.func)
+        via = self.must_run()
+        if name is None or name in self.calls or name not in via:
+            return None
+        chain = [name]
+        while chain[-1] not in self.calls and chain[-1] in via and len(chain) <= _MAX_DEPTH:
+            chain.append(via[chain[-1]])
+        return "() -> ".join(chain)
+
+    def same_step(self, root: str | None):
+        """A predicate on callee names: does calling it run the step ``root``?"""
+        via = self.must_run()
+        return lambda name: name == root or (name in via and self.root(name) == root)
+
+    # ------------------------------------------------------------------ encoded (cross-file) gates
+    def encoded_degree(self, enc: tuple, truth: bool, depth: int) -> tuple[str, bool] | None:
+        """``(text, shard)`` when the encoded expression being ``truth`` implies a parallel degree > 1."""
+        if depth > _MAX_DEPTH:
+            return None
+        kind = enc[0]
+        if kind == "cmp":
+            _, op, operand, k = enc
+            sign = _sign(op, k)
+            if not sign or (sign > 0) != truth:
+                return None
+            name = _operand_names(operand)
+            text = _render(enc) if sign > 0 else f"not ({_render(enc)})"
+            if any(self._quantity_name(n) for n in name):
+                return text, True
+            if any(self._degree_name(n) for n in name):
+                return text, False
+            return None
+        if kind == "not":
+            return self.encoded_degree(enc[1], not truth, depth + 1)
+        if kind in ("and", "or"):
+            found = [self.encoded_degree(v, truth, depth + 1) for v in enc[1]]
+            hits = [g for g in found if g is not None]
+            if (kind == "and") != truth:
+                if not hits or len(hits) != len(found):
+                    return None
+                return hits[0][0] if len(hits) == 1 else _render(enc), any(g[1] for g in hits)
+            shard = [g for g in hits if g[1]]
+            return (shard or hits or [None])[0]
+        if kind in ("n", "a") and enc[1] in self.gates:
+            return (_render(enc), True) if truth else None
+        if kind == "a":
+            inner = self.definitions_degree(enc[1], True, truth, depth + 1)
+            if inner is None:
+                inner = self.attribute_degree(enc[1], truth, depth + 1)
+            return (f"{_render(enc)} (= {inner[0]})", inner[1]) if inner else None
+        if kind == "c":
+            inner = self.definitions_degree(enc[1], False, truth, depth + 1)
+            return (f"{_render(enc)} (= {inner[0]})", inner[1]) if inner else None
+        return None
+
+    def definitions_degree(self, name: str, is_property: bool, truth: bool, depth: int) -> tuple[str, bool] | None:
+        """The degree predicate every ``def`` of ``name`` returns (properties for an attribute read,
+        plain functions for a call), or ``None``."""
+        defs = self.functions_named(name)
+        if not defs or any(d.is_property != is_property or d.returns is None for d in defs):
+            return None
+        results = []
+        for func in defs:
+            for value in func.returns:
+                inner = self.encoded_degree(value, truth, depth + 1)
+                if inner is None:
+                    return None
+                results.append(inner)
+        return results[0][0], any(r[1] for r in results)
+
+    def attribute_degree(self, attr: str, truth: bool, depth: int) -> tuple[str, bool] | None:
+        """The degree predicate every ``self.<attr>`` store assigns (an instance attribute set from a
+        comparison, ``self.need = self.world_size > 1``), or ``None``."""
+        values = self.attribute_values(attr)
+        if not values:
+            return None
+        results = []
+        for value in values:
+            inner = self.encoded_degree(value, truth, depth + 1)
+            if inner is None:
+                return None
+            results.append(inner)
+        return results[0][0], any(r[1] for r in results)
 
     # ------------------------------------------------------------------ aliases
     def _scope_assignments(self, scope: ast.AST) -> dict[str, list[ast.AST | None]]:
@@ -337,25 +749,26 @@ class _Analyzer:
         return assign.value
 
     # ------------------------------------------------------------------ gates
-    def _atom(self, expr: ast.AST, scope: ast.AST, depth: int) -> int:
-        """+1: ``expr`` true means degree > 1; -1: ``expr`` true means degree 1; 0: not an atom."""
+    def _atom(self, expr: ast.AST, scope: ast.AST, depth: int) -> tuple[int, bool]:
+        """``(sign, shard)``: sign +1: ``expr`` true means degree > 1; -1: ``expr`` true means
+        degree 1; 0: not an atom. ``shard``: the degree is the shard degree (a gate name or a
+        ``shard-degree-quantities`` comparison), not another parallel degree."""
         if isinstance(expr, (ast.Name, ast.Attribute)) and last_name(expr) in self.gates:
-            return 1
-        if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
-            left, op, right = expr.left, expr.ops[0], expr.comparators[0]
+            return 1, True
+        if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and type(expr.ops[0]) in facts._OPS:
+            left, op, right = expr.left, facts._OPS[type(expr.ops[0])], expr.comparators[0]
             if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
-                left, right = right, left
-                op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(type(op), op)
+                left, right, op = right, left, facts._FLIP[op]
             if not (isinstance(right, ast.Constant) and type(right.value) is int):
-                return 0
-            if not self.is_quantity(left, scope, depth):
-                return 0
-            key = (type(op), right.value)
-            if key in {(ast.Gt, 1), (ast.GtE, 2), (ast.NotEq, 1)}:
-                return 1
-            if key in {(ast.Eq, 1), (ast.LtE, 1), (ast.Lt, 2)}:
-                return -1
-        return 0
+                return 0, False
+            sign = _sign(op, right.value)
+            if not sign:
+                return 0, False
+            if self.is_quantity(left, scope, depth):
+                return sign, True
+            if self.is_quantity(left, scope, depth, self._degree_name):
+                return sign, False
+        return 0, False
 
     def _definitions(self, expr: ast.AST) -> tuple[list[ast.AST], str]:
         """Same-file properties (attribute read) or functions (call) that ``expr`` evaluates."""
@@ -371,33 +784,46 @@ class _Analyzer:
 
     def requires(self, expr: ast.AST, truth: bool, scope: ast.AST, depth: int = 0) -> Gate | None:
         """Return the gate if ``expr`` evaluating to ``truth`` implies shard degree > 1, else ``None``."""
+        gate = self.degree(expr, truth, scope, depth)
+        return gate if gate is not None and gate.shard else None
+
+    def degree(self, expr: ast.AST, truth: bool, scope: ast.AST, depth: int = 0) -> Gate | None:
+        """Return the predicate if ``expr`` evaluating to ``truth`` implies a parallel degree > 1
+        (``Gate.shard``: the shard degree; an ``or`` of degree predicates is one when any is)."""
         if depth > _MAX_DEPTH:
             return None
-        atom = self._atom(expr, scope, depth)
+        atom, shard = self._atom(expr, scope, depth)
         if atom:
             if (atom > 0) == truth:
                 text = self.ctx.text_of(expr)
-                return Gate(expr, text if atom > 0 else f"not ({text})")
+                return Gate(expr, text if atom > 0 else f"not ({text})", shard=shard)
             return None
         if isinstance(expr, ast.NamedExpr):
-            inner = self.requires(expr.value, truth, scope, depth + 1)
-            return Gate(expr, inner.text, inner.via, True) if inner else None
+            inner = self.degree(expr.value, truth, scope, depth + 1)
+            return Gate(expr, inner.text, inner.via, True, inner.shard) if inner else None
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
-            inner = self.requires(expr.operand, not truth, scope, depth + 1)
-            return Gate(expr, inner.text, inner.via, inner.drop_unsafe) if inner else None
+            inner = self.degree(expr.operand, not truth, scope, depth + 1)
+            return Gate(expr, inner.text, inner.via, inner.drop_unsafe, inner.shard) if inner else None
         if isinstance(expr, ast.BoolOp):
-            found = [self.requires(v, truth, scope, depth + 1) for v in expr.values]
+            found = [self.degree(v, truth, scope, depth + 1) for v in expr.values]
             need_all = isinstance(expr.op, ast.And) != truth
             hits = [g for g in found if g is not None]
             if not hits or (need_all and len(hits) != len(found)):
                 return None
-            return Gate(expr, hits[0].text, hits[0].via, any(g.drop_unsafe for g in hits))
+            if need_all:  # every disjunct a degree predicate: the whole is one, a shard gate if any is
+                first = next((g for g in hits if g.shard), hits[0])
+                text = first.text
+                if len(hits) > 1:
+                    text = self.ctx.text_of(expr) if truth else f"not ({self.ctx.text_of(expr)})"
+                return Gate(expr, text, first.via, any(g.drop_unsafe for g in hits), any(g.shard for g in hits))
+            first = next((g for g in hits if g.shard), hits[0])
+            return Gate(expr, first.text, first.via, first.drop_unsafe, first.shard)
         if isinstance(expr, ast.Name):
             value = self.alias_value(expr, scope)
             if value is not None:
-                inner = self.requires(value, truth, scope, depth + 1)
+                inner = self.degree(value, truth, scope, depth + 1)
                 if inner:
-                    return Gate(expr, f"{expr.id} (= {inner.text})", "alias", inner.drop_unsafe)
+                    return Gate(expr, f"{expr.id} (= {inner.text})", "alias", inner.drop_unsafe, inner.shard)
             return None
         defs, kind = self._definitions(expr)
         if defs:
@@ -406,20 +832,38 @@ class _Analyzer:
                 values = _returns(func)
                 if not values or any(v is None for v in values):
                     return None
-                gates = [self.requires(v, truth, func, depth + 1) for v in values]
+                gates = [self.degree(v, truth, func, depth + 1) for v in values]
                 if any(g is None for g in gates):
                     return None
                 inner_gates.extend(gates)
             text = self.ctx.text_of(expr)
             # a property read runs project code just like a call: dropping it is unsafe either way
-            return Gate(expr, f"{text} (= {inner_gates[0].text})", kind, True)
+            return Gate(expr, f"{text} (= {inner_gates[0].text})", kind, True, any(g.shard for g in inner_gates))
+        return self._project_degree(expr, truth, depth)
+
+    def _project_degree(self, expr: ast.AST, truth: bool, depth: int) -> Gate | None:
+        """A property or function defined in another file, or an instance attribute stored from a
+        degree predicate (``self.need = self.world_size > 1``), read at ``expr``."""
+        text = self.ctx.text_of(expr)
+        if isinstance(expr, ast.Attribute):
+            inner = self.definitions_degree(expr.attr, True, truth, depth + 1)
+            if inner is not None:
+                return Gate(expr, f"{text} (= {inner[0]})", "property", True, inner[1])
+            inner = self.attribute_degree(expr.attr, truth, depth + 1)
+            if inner is not None:  # a plain instance attribute: reading it runs no code
+                return Gate(expr, f"{text} (= {inner[0]})", "attribute", False, inner[1])
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Name, ast.Attribute)):
+            inner = self.definitions_degree(last_name(expr.func), False, truth, depth + 1)
+            if inner is not None:
+                return Gate(expr, f"{text} (= {inner[0]})", "function", True, inner[1])
         return None
 
     def is_pure(self, expr: ast.AST, scope: ast.AST, depth: int = 0) -> bool:
-        """True when ``expr`` is nothing but gates (so removing the whole test removes only gates)."""
+        """True when ``expr`` is nothing but degree predicates (so removing the whole test removes
+        only gates)."""
         if depth > _MAX_DEPTH:
             return False
-        if self._atom(expr, scope, depth):
+        if self._atom(expr, scope, depth)[0]:
             return True
         if isinstance(expr, ast.NamedExpr):
             return self.is_pure(expr.value, scope, depth + 1)
@@ -432,6 +876,14 @@ class _Analyzer:
             return value is not None and self.is_pure(value, scope, depth + 1)
         defs, _ = self._definitions(expr)
         if not defs:
+            if isinstance(expr, ast.Attribute):
+                values = self.attribute_values(expr.attr) if not self.functions_named(expr.attr) else None
+                if values is None:
+                    values = self._returned(expr.attr, True)
+                return bool(values) and all(self.encoded_pure(v, depth + 1) for v in values)
+            if isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Name, ast.Attribute)):
+                values = self._returned(last_name(expr.func), False)
+                return bool(values) and all(self.encoded_pure(v, depth + 1) for v in values)
             return False
         for func in defs:
             values = _returns(func)
@@ -439,25 +891,157 @@ class _Analyzer:
                 return False
         return True
 
+    def _returned(self, name: str, is_property: bool) -> list[tuple] | None:
+        defs = self.functions_named(name)
+        if not defs or any(d.is_property != is_property or d.returns is None for d in defs):
+            return None
+        return [v for d in defs for v in d.returns]
+
+    def encoded_pure(self, enc: tuple, depth: int) -> bool:
+        """:meth:`is_pure` for an encoded expression of another file."""
+        if depth > _MAX_DEPTH:
+            return False
+        kind = enc[0]
+        if kind == "cmp":
+            names = _operand_names(enc[2])
+            return bool(_sign(enc[1], enc[3])) and any(self._quantity_name(n) or self._degree_name(n) for n in names)
+        if kind == "not":
+            return self.encoded_pure(enc[1], depth + 1)
+        if kind in ("and", "or"):
+            return all(self.encoded_pure(v, depth + 1) for v in enc[1])
+        if kind in ("n", "a") and enc[1] in self.gates:
+            return True
+        if kind == "a":
+            values = self._returned(enc[1], True) or self.attribute_values(enc[1])
+            return bool(values) and all(self.encoded_pure(v, depth + 1) for v in values)
+        if kind == "c":
+            values = self._returned(enc[1], False)
+            return bool(values) and all(self.encoded_pure(v, depth + 1) for v in values)
+        return False
+
     # ------------------------------------------------------------------ reset-only regions
+    def pure(self, expr: ast.AST | None) -> bool:
+        """True when evaluating ``expr`` has no effect beyond its value (fix applicability).
+
+        Names, constants, attribute reads (not of a ``@property`` of this file: that runs project
+        code), subscripts, operators and comparisons of those, and calls of the side-effect-free
+        callees in :data:`_PURE_CALLS` (``len``, ``isinstance``, ``model.parameters()``, ...). A
+        ``:=`` binding, any other call, ``await`` and ``yield`` are not pure.
+        """
+        if expr is None or isinstance(expr, (ast.Constant, ast.Name, ast.Lambda)):
+            return True
+        if isinstance(expr, ast.Attribute):
+            defs = self.info.defs.get(expr.attr, [])
+            return not any(_is_property(d) for d in defs) and self.pure(expr.value)
+        if isinstance(expr, ast.Subscript):
+            return self.pure(expr.value) and self.pure(expr.slice)
+        if isinstance(expr, ast.Slice):
+            return all(self.pure(part) for part in (expr.lower, expr.upper, expr.step))
+        if isinstance(expr, ast.UnaryOp):
+            return self.pure(expr.operand)
+        if isinstance(expr, ast.BinOp):
+            return self.pure(expr.left) and self.pure(expr.right)
+        if isinstance(expr, ast.BoolOp):
+            return all(self.pure(v) for v in expr.values)
+        if isinstance(expr, ast.Compare):
+            return self.pure(expr.left) and all(self.pure(c) for c in expr.comparators)
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            return all(self.pure(e) for e in expr.elts)
+        if isinstance(expr, ast.Starred):
+            return self.pure(expr.value)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if last_name(func) not in _PURE_CALLS or self.info.defs.get(last_name(func)):
+                return False
+            receiver_ok = self.pure(func.value) if isinstance(func, ast.Attribute) else isinstance(func, ast.Name)
+            return receiver_ok and self.call_args_pure(expr)
+        return False
+
+    def call_args_pure(self, call: ast.Call) -> bool:
+        """True when every argument of ``call`` is :meth:`pure`."""
+        return all(self.pure(a) for a in call.args) and all(self.pure(k.value) for k in call.keywords)
+
+    def step_pure(self, call: ast.AST) -> bool:
+        """A must-always-run call whose receiver and arguments are :meth:`pure` (only the step runs)."""
+        if not self.is_unconditional(call):
+            return False
+        func = call.func
+        if isinstance(func, ast.Attribute) and not self.pure(func.value):
+            return False
+        return self.call_args_pure(call)
+
+    def _plain_target(self, target: ast.AST) -> bool:
+        return isinstance(target, ast.Name) or (isinstance(target, ast.Attribute) and self.pure(target.value))
+
     def reset_only(self, stmts: Sequence[ast.stmt]) -> bool:
-        """True when ``stmts`` hold only must-always-run calls, loops/withs of them, pass, flag sets."""
+        """True when ``stmts`` run nothing but the must-always-run step.
+
+        Allowed: must-always-run calls with :meth:`pure` receivers and arguments (as statements or
+        assigned to a name or attribute), ``for`` loops over a pure iterable (no ``else``), ``with``
+        blocks of grad-mode context managers (:data:`_TRANSPARENT_CMS`), ``if`` without ``else``
+        whose test is pure, ``pass``, and flag assignments of constants (``self._done = True``).
+        """
         for stmt in stmts:
             if isinstance(stmt, ast.Pass):
                 continue
-            if isinstance(stmt, ast.Expr) and self.is_unconditional(stmt.value):
+            if isinstance(stmt, ast.Expr) and self.step_pure(stmt.value):
                 continue
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and (
-                    self.is_unconditional(stmt.value) or _is_flag(stmt.value)):
+                    self.step_pure(stmt.value) or _is_flag(stmt.value)) and all(
+                    self._plain_target(t) for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])):
                 continue
-            if isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse and self.reset_only(stmt.body):
+            if isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse and self.pure(stmt.iter) \
+                    and self.reset_only(stmt.body):
                 continue
-            if isinstance(stmt, (ast.With, ast.AsyncWith)) and self.reset_only(stmt.body):
+            if isinstance(stmt, (ast.With, ast.AsyncWith)) and all(
+                    isinstance(item.context_expr, ast.Call) and last_name(item.context_expr.func) in _TRANSPARENT_CMS
+                    and self.call_args_pure(item.context_expr) and item.optional_vars is None
+                    for item in stmt.items) and self.reset_only(stmt.body):
                 continue
-            if isinstance(stmt, ast.If) and not stmt.orelse and self.reset_only(stmt.body):
+            if isinstance(stmt, ast.If) and not stmt.orelse and self.pure(stmt.test) and self.reset_only(stmt.body):
                 continue
             return False
         return True
+
+    def region_names_leak(self, stmts: Sequence[ast.stmt], scope: ast.AST) -> bool:
+        """True when a name the region binds (loop variable, ``x = step(...)``, ``done = True``) is read
+        outside the region in ``scope``: running the region at degree 1 would change that read.
+        ``model = fully_shard(model)`` does not count (``fully_shard`` returns the module it wraps)."""
+        bound: set[str] = set()
+        inside: set[int] = set()
+        for stmt in stmts:
+            for node in ast.walk(stmt):
+                inside.add(id(node))
+                if isinstance(node, (ast.For, ast.AsyncFor)):
+                    bound.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for target in targets:
+                        if isinstance(target, ast.Name) and not _returns_argument(node.value, target.id):
+                            bound.add(target.id)
+        if not bound:
+            return False
+        return any(isinstance(node, ast.Name) and node.id in bound and id(node) not in inside
+                   for node in walk_function_body(scope))
+
+
+#: Callees that only compute a value (builtins, and ``torch.nn.Module`` walks).
+_PURE_CALLS = frozenset({
+    "len", "isinstance", "issubclass", "hasattr", "getattr", "bool", "int", "range", "enumerate", "zip",
+    "list", "tuple", "reversed", "parameters", "named_parameters", "modules", "named_modules", "children",
+    "named_children", "buffers", "named_buffers", "values", "items", "keys",
+})
+#: Context managers that only set and restore the grad mode (or do nothing): entering them runs no
+#: code of the project and they never swallow an exception.
+_TRANSPARENT_CMS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "nullcontext"})
+#: Must-always-run steps that return the module they are given (FSDP2 ``fully_shard``).
+_RETURNS_FIRST_ARG = frozenset({"fully_shard"})
+
+
+def _returns_argument(value: ast.AST | None, name: str) -> bool:
+    """True for ``fully_shard(name, ...)``: its result is the object ``name`` already holds."""
+    return (isinstance(value, ast.Call) and last_name(value.func) in _RETURNS_FIRST_ARG and bool(value.args)
+            and isinstance(value.args[0], ast.Name) and value.args[0].id == name)
 
 
 def _is_flag(node: ast.AST) -> bool:
@@ -477,17 +1061,19 @@ def _always_exits(stmts: Sequence[ast.stmt]) -> bool:
     return False
 
 
-def _calls_named(nodes: Sequence[ast.AST], name: str | None) -> bool:
-    """True when ``nodes`` (statements or expressions) call a function whose last name is ``name``.
+def _calls_named(nodes: Sequence[ast.AST], name) -> bool:
+    """True when ``nodes`` (statements or expressions) call a function whose last name is ``name``
+    (a string, or a predicate on last names).
 
     Nested functions, lambdas and classes are not entered (defining them calls nothing).
     """
     if name is None:
         return False
+    test = name if callable(name) else name.__eq__
     stack = list(nodes)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Call) and last_name(node.func) == name:
+        if isinstance(node, ast.Call) and test(last_name(node.func)):
             return True
         if not isinstance(node, _SCOPE_NODES):
             stack.extend(ast.iter_child_nodes(node))
@@ -531,20 +1117,43 @@ class ShardGatedReset(Rule):
                "Names (bare or attribute, not method calls) whose truth means shard degree > 1."),
         Option("shard-degree-quantities", "regexp_csv", DEFAULT_QUANTITIES,
                "Regexes for shard-degree quantities; comparing one with 1 is a gate."),
+        Option("parallel-degree-quantities", "regexp_csv", DEFAULT_DEGREES,
+               "Regexes for other parallel degrees (tp, cp, pp, ep, replicate): comparing one with 1 is "
+               "not a gate, but may join a shard-degree predicate in an 'or' (false at world size 1)."),
     )
-    prefilter = ("reset_sharded_param", "fully_shard")
+    prefilter = DEFAULT_CALLS
     prefilter_option = "unconditional-calls"
+    project_facts = _RegisteringFacts()
+    project_optional = True
+
+    def applies_to(self, text: str, options=None) -> bool:
+        """The text prefilter: a configured must-run name, or a project function that always calls
+        one (in any project whose facts this process has built), occurs in ``text``. Before any
+        project's facts are built (the pylint plugin builds them on first use), every file passes:
+        the check itself then builds them and applies the same test."""
+        calls = tuple(options[self.prefilter_option]) if options and self.prefilter_option in options else self.prefilter
+        if any(name in text for name in calls):
+            return True
+        if not _BUILT:
+            return True
+        return any(name in text for name in _closure_names(frozenset(calls)))
 
     # ------------------------------------------------------------------ entry point
     def check(self, ctx):
         """Yield a finding for every must-always-run call reached only under a shard-degree gate."""
         calls = ctx.option(self, "unconditional-calls")
-        if not any(name in ctx.source.text for name in calls):
+        index = ctx.project_data(self) if ctx.project is not None else None
+        closure = project_closure(index, frozenset(calls)) if index is not None else {}
+        text = ctx.source.text
+        if not any(name in text for name in calls) and not any(name in text for name in closure):
             return
-        analyzer = _Analyzer(ctx, self)
+        analyzer = _Analyzer(ctx, self, index)
         for node in ctx.nodes_of(ast.Call):  # ast.walk order; is_unconditional needs a Call
+            helper = None
             if not analyzer.is_unconditional(node):
-                continue
+                helper = analyzer.must_run_call(node)
+                if helper is None:
+                    continue
             found = self._find_gate(ctx, analyzer, node)
             if found is None:
                 continue
@@ -556,8 +1165,15 @@ class ShardGatedReset(Rule):
             else:
                 confidence = Confidence.INFERENCE
             fix = _build_fix(ctx, analyzer, node, context, scope)
-            yield ctx.finding(self, node, args=(last_name(node.func), context.gate.text),
-                              confidence=confidence, fix=fix)
+            name = last_name(node.func)
+            if helper is not None:
+                # the helper runs more than the step: running it at degree 1 too is never provably safe
+                name = helper
+                if confidence is Confidence.HIGH:
+                    confidence = Confidence.INFERENCE
+                if fix is not None and fix.applicability is Applicability.SAFE:
+                    fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
+            yield ctx.finding(self, node, args=(name, context.gate.text), confidence=confidence, fix=fix)
 
     # ------------------------------------------------------------------ gate search
     def _find_gate(self, ctx, analyzer: _Analyzer, call: ast.Call) -> tuple[_Context, ast.AST] | None:
@@ -569,7 +1185,7 @@ class ShardGatedReset(Rule):
                 scope = anc
                 break
             chain.append(anc)
-        name = last_name(call.func)
+        name = analyzer.same_step(analyzer.root(last_name(call.func)))
         for index in range(1, len(chain)):
             child, anc = chain[index - 1], chain[index]
             context = self._context(analyzer, child, anc, scope, name)
@@ -833,6 +1449,43 @@ def _side_effect_free(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) or dotted_name(node) is not None
 
 
+def _inert(stmts: Sequence[ast.stmt]) -> bool:
+    """True for an absent or ``pass``-only ``else`` block."""
+    return all(isinstance(stmt, ast.Pass) for stmt in stmts)
+
+
+def _value_unchanged(ctx, node: ast.AST, call: ast.Call, other: ast.AST) -> bool:
+    """True when replacing the expression ``node`` (the step ``call`` or ``other``) by ``call`` keeps
+    its value where it is used: the value is discarded (an expression statement), or ``other`` is the
+    module that ``call`` wraps and returns (``fully_shard(m) if ws > 1 else m``)."""
+    if isinstance(ctx.parent(node), ast.Expr):
+        return True
+    if last_name(call.func) not in _RETURNS_FIRST_ARG or not call.args:
+        return False
+    name = dotted_name(other)
+    return name is not None and name == dotted_name(call.args[0])
+
+
+def _later_pure(analyzer: _Analyzer, values: Sequence[ast.AST], dropped: ast.AST) -> bool:
+    """True when the operands after ``dropped`` in an ``and`` chain are pure: dropping the gate makes
+    them run at shard degree 1 too, where the short circuit skipped them."""
+    return all(analyzer.pure(v) for v in values[values.index(dropped) + 1:])
+
+
+def _comp_rest_pure(analyzer: _Analyzer, node: ast.AST, test: ast.AST) -> bool:
+    """True when what a comprehension evaluates after the filter ``test`` is pure, apart from its
+    element (later filters, later ``for`` clauses)."""
+    seen = False
+    for generator in node.generators:
+        if seen and not analyzer.pure(generator.iter):
+            return False
+        for cond in generator.ifs:
+            if seen and not analyzer.pure(cond):
+                return False
+            seen = seen or cond is test
+    return True
+
+
 def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scope: ast.AST):
     """Return the :class:`Fix` for a finding, or ``None`` when the shape is report-only."""
     if context.kind in ("exit", "or") or not (context.truth or context.kind == "ifexp"):
@@ -846,7 +1499,8 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
     if context.kind == "and":
         edits = _drop_operand(ctx, node, test)
         parent = ctx.parent(node)
-        contained = isinstance(parent, ast.Expr) and node.values[-1] is call
+        contained = (isinstance(parent, ast.Expr) and node.values[-1] is call and analyzer.step_pure(call)
+                     and _later_pure(analyzer, node.values[:-1], test))
         description = f"drop the shard-degree gate '{ctx.text_of(test)}'"
     elif isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and context.truth:
         operand = next((v for v in test.values if analyzer.requires(v, True, scope)), None)
@@ -855,12 +1509,17 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
         gate = analyzer.requires(operand, True, scope)
         edits = _drop_operand(ctx, test, operand)
         description = f"drop the shard-degree gate '{ctx.text_of(operand)}' from the condition"
+        contained = _later_pure(analyzer, test.values, operand)
         if context.kind == "if":
-            contained = analyzer.reset_only(node.body)
+            # with an `else`/`elif`, dropping the gate also changes when that other branch runs
+            contained = (contained and _inert(node.orelse) and analyzer.reset_only(node.body)
+                         and not analyzer.region_names_leak(node.body, scope))
         elif context.kind == "ifexp":
-            contained = node.body is call
+            contained = (contained and node.body is call and analyzer.step_pure(call)
+                         and analyzer.pure(node.orelse) and _value_unchanged(ctx, node, call, node.orelse))
         elif context.kind == "comp":
-            contained = getattr(node, "elt", None) is call
+            contained = (contained and getattr(node, "elt", None) is call and analyzer.step_pure(call)
+                         and isinstance(ctx.parent(node), ast.Expr) and _comp_rest_pure(analyzer, node, test))
     elif not analyzer.is_pure(test, scope):
         return None
     elif context.kind == "if":
@@ -875,11 +1534,12 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
             description = f"unwrap 'if {ctx.text_of(test)}:' (dedent its body)"
             if binding:
                 description += f", keeping '{binding}'"
-        contained = analyzer.reset_only(node.body)
+        contained = analyzer.reset_only(node.body) and not analyzer.region_names_leak(node.body, scope)
     elif context.kind == "ifexp":
         branch, other = (node.body, node.orelse) if context.truth else (node.orelse, node.body)
         edits = [Edit(*ctx.node_range(node), ctx.text_of(branch))]
-        contained = branch is call and _side_effect_free(other)
+        contained = (branch is call and analyzer.step_pure(call) and _side_effect_free(other)
+                     and _value_unchanged(ctx, node, call, other))
         description = f"replace the conditional expression by '{ctx.text_of(branch)}'"
     elif context.kind == "comp":
         generator = next(g for g in node.generators if test in g.ifs)
@@ -888,7 +1548,9 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
         prev_end = _expand_parens(ctx.source.text, *_offsets(ctx, previous))[1]
         span = _expand_parens(ctx.source.text, *_offsets(ctx, test))
         edits = _delete_with_keyword(ctx, (prev_end, span[1]), span, "if")
-        contained = getattr(node, "elt", None) is call
+        # the comprehension's value changes at degree 1 ([] -> the wrapped modules): only a discarded one
+        contained = (getattr(node, "elt", None) is call and analyzer.step_pure(call)
+                     and isinstance(ctx.parent(node), ast.Expr) and _comp_rest_pure(analyzer, node, test))
         description = f"remove the filter 'if {ctx.text_of(test)}'"
     if not edits:
         return None

@@ -1,0 +1,434 @@
+"""Project-wide facts of E9502 (``shard-gated-reset``): gates and must-run helpers of every file.
+
+E9502 needs to know, for a name used at a call site in one file, what a function, ``@property`` or
+instance attribute of that name defined in *another* file of the project evaluates to (is it a
+shard-degree predicate?) and which functions always call a must-run step (so that gating them gates
+the step). The option values (gate names, quantity regexes, must-run call names) are per file, so
+the summaries here hold only raw, option-independent facts; the rule evaluates them with its
+options at check time (:class:`ShardGateIndex`).
+
+A summary (:func:`summarize`) is plain data: tuples, frozensets, strings and ints, never ``ast``
+nodes. Expressions are kept in a small encoded form (:func:`encode`):
+
+* ``("n", id)``: a name; ``("a", attr, receiver)``: an attribute (``receiver``: the dotted name of
+  the object or ``""``); ``("c", name, receiver_method)``: a call (``receiver_method``: ``"x.size"``
+  for ``x.size()``; a device-mesh subscript ``mesh["dp_shard"].size()`` reads as
+  ``dp_shard_mesh.size``);
+* ``("cmp", op, operand, k)``: ``operand <op> k`` with an ``int`` constant ``k`` (normalized so the
+  constant is on the right; ``op`` is one of ``> >= < <= == !=``);
+* ``("and", items)``, ``("or", items)``, ``("not", item)``; ``("?",)``: anything else.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+from typing import Any, Iterable, NamedTuple
+
+from hp_invariants.astutil import child_nodes, dotted_name, last_name, walk_function_body
+from hp_invariants.project import ProjectFacts
+
+FACTS_VERSION = 3
+"""Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
+
+UNKNOWN = ("?",)
+_OPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
+_FLIP = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
+_ABSTRACT = frozenset({"abstractmethod", "abstractproperty"})
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_MAX_ENC_DEPTH = 8
+_SKIPPED_EXPRESSIONS = frozenset({ast.Lambda, *_COMPS, ast.Constant, ast.Name, ast.JoinedStr, ast.Attribute})
+
+
+class FunctionFact(NamedTuple):
+    """One ``def`` of a file.
+
+    ``name``: its name; ``is_property``: decorated with ``@property``/``@cached_property``;
+    ``returns``: the encoded values of its ``return`` statements when every one returns a value and
+    the function is not a generator (``None`` otherwise); ``calls``: the last names of the functions
+    it calls on every path that returns normally (see :func:`unconditional_calls`); ``abstract``: an
+    ``@abstractmethod`` or a body that only raises ``NotImplementedError`` (a placeholder whose
+    overrides decide: it never vetoes the other definitions of its name).
+    """
+
+    name: str
+    is_property: bool
+    returns: tuple | None
+    calls: frozenset
+    abstract: bool = False
+
+
+class FileFacts(NamedTuple):
+    """E9502's summary of one file: its functions, and its ``self.<attr> = ...`` stores.
+
+    ``attr_values``: ``(attr, encoded value)`` for each store of a boolean-shaped value (a
+    comparison, ``and``/``or``, ``not``); ``attr_other``: the attributes stored with anything else
+    (or by augmented assignment or unpacking), and the class attributes and dataclass fields of the
+    file's classes (a default the instance may keep): these are not predicates.
+    """
+
+    functions: tuple
+    attr_values: tuple
+    attr_other: frozenset
+
+
+EMPTY = ((), (), frozenset())
+
+
+def _intern(name: str) -> str:
+    return sys.intern(name)
+
+
+def is_property(func: ast.AST) -> bool:
+    """True for a function decorated with ``@property`` or ``@cached_property`` (any prefix)."""
+    return any(last_name(dec.func if isinstance(dec, ast.Call) else dec) in _PROPERTY_DECORATORS
+               for dec in func.decorator_list)
+
+
+def is_abstract(func: ast.AST) -> bool:
+    """True for an ``@abstractmethod`` or a function whose body (after a docstring) only raises
+    ``NotImplementedError``."""
+    if any(last_name(dec.func if isinstance(dec, ast.Call) else dec) in _ABSTRACT for dec in func.decorator_list):
+        return True
+    body = func.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1:
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    return last_name(exc.func if isinstance(exc, ast.Call) else exc) == "NotImplementedError"
+
+
+def mesh_receiver(node: ast.AST) -> str | None:
+    """The receiver name of a method call: ``x.y`` -> ``"y"``; ``mesh["dp"]`` -> ``"dp_mesh"``."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value + "_mesh"
+    return last_name(node)
+
+
+def receiver_method(func: ast.AST) -> str:
+    """``"recv.method"`` of a called attribute (``dp_mesh.size``), else ``""``."""
+    if isinstance(func, ast.Attribute):
+        recv = mesh_receiver(func.value)
+        if recv is not None:
+            return f"{recv}.{func.attr}"
+    return ""
+
+
+# ---------------------------------------------------------------------- encoding
+def encode(node: ast.AST, aliases: dict[str, ast.AST] | None = None, depth: int = 0) -> tuple:
+    """Encode an expression (see the module docstring); ``aliases``: local names bound once."""
+    if depth > _MAX_ENC_DEPTH:
+        return UNKNOWN
+    if isinstance(node, ast.Compare):
+        if len(node.ops) != 1 or type(node.ops[0]) not in _OPS:
+            return UNKNOWN
+        left, right, op = node.left, node.comparators[0], _OPS[type(node.ops[0])]
+        if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
+            left, right, op = right, left, _FLIP[op]
+        if not (isinstance(right, ast.Constant) and type(right.value) is int):
+            return UNKNOWN
+        return ("cmp", op, _operand(left, aliases, depth + 1), right.value)
+    if isinstance(node, ast.BoolOp):
+        return ("and" if isinstance(node.op, ast.And) else "or",
+                tuple(encode(v, aliases, depth + 1) for v in node.values))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return ("not", encode(node.operand, aliases, depth + 1))
+    if isinstance(node, ast.NamedExpr):
+        return encode(node.value, aliases, depth + 1)
+    return _operand(node, aliases, depth + 1)
+
+
+def _operand(node: ast.AST, aliases: dict[str, ast.AST] | None, depth: int) -> tuple:
+    if isinstance(node, ast.Name):
+        if aliases and node.id in aliases and depth <= _MAX_ENC_DEPTH:
+            return encode(aliases[node.id], None, depth + 1)
+        return ("n", _intern(node.id))
+    if isinstance(node, ast.Attribute):
+        return ("a", _intern(node.attr), dotted_name(node.value) or "")
+    if isinstance(node, ast.Call):
+        name = last_name(node.func)
+        if name is None:
+            return UNKNOWN
+        return ("c", _intern(name), receiver_method(node.func))
+    return UNKNOWN
+
+
+def _boolean_shaped(node: ast.AST) -> bool:
+    return isinstance(node, (ast.Compare, ast.BoolOp)) or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not))
+
+
+# ---------------------------------------------------------------------- unconditional calls
+def expression_calls(node: ast.AST, out: set[str]) -> None:
+    """Add the last names of the calls that evaluating ``node`` always makes.
+
+    Not entered: lambdas, comprehensions (lazy or possibly empty), the branches of a conditional
+    expression unless both make the call, and ``and``/``or`` operands after the first.
+    """
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        cls = cur.__class__
+        if cls is ast.Call:
+            func = cur.func
+            if func.__class__ is ast.Attribute:
+                out.add(_intern(func.attr))
+                stack.append(func.value)
+            elif func.__class__ is ast.Name:
+                out.add(_intern(func.id))
+            else:
+                stack.append(func)
+            stack.extend(cur.args)
+            stack.extend([k.value for k in cur.keywords])
+            continue
+        if cls in _SKIPPED_EXPRESSIONS:
+            continue
+        if cls is ast.IfExp:
+            stack.append(cur.test)
+            body: set[str] = set()
+            other: set[str] = set()
+            expression_calls(cur.body, body)
+            expression_calls(cur.orelse, other)
+            out |= body & other
+            continue
+        if cls is ast.BoolOp:
+            stack.append(cur.values[0])
+            continue
+        stack.extend(child_nodes(cur))
+
+
+def always_exits(stmts: list[ast.stmt]) -> bool:
+    """True when a block always leaves via return/raise/continue/break (last statement decides)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, _EXITS):
+        return True
+    if isinstance(last, ast.If):
+        return always_exits(last.body) and always_exits(last.orelse)
+    return False
+
+
+def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
+    """Add to ``out`` the names called on every normal path through ``stmts``; return False when the
+    block stops being unconditional (a possible exit was met), True when it ran to its end.
+
+    ``for`` bodies count (the step runs for every element), ``while`` bodies, ``except`` handlers and
+    ``match`` cases do not; an ``if`` contributes the calls both branches make, and a branch that may
+    exit ends the unconditional part.
+    """
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            expression_calls(stmt.test, out)
+            body: set[str] = set()
+            other: set[str] = set()
+            body_done = unconditional_calls(stmt.body, body)
+            other_done = unconditional_calls(stmt.orelse, other)
+            out |= body & other
+            if not (body_done and other_done):
+                return False
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            expression_calls(stmt.iter, out)
+            unconditional_calls(stmt.body, out)
+        elif isinstance(stmt, ast.While):
+            expression_calls(stmt.test, out)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                expression_calls(item.context_expr, out)
+            if not unconditional_calls(stmt.body, out):
+                return False
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            if not unconditional_calls(stmt.body, out):
+                unconditional_calls(stmt.finalbody, out)
+                return False
+            if not unconditional_calls(stmt.orelse, out) or not unconditional_calls(stmt.finalbody, out):
+                return False
+        elif isinstance(stmt, _SCOPES) or isinstance(stmt, ast.Match):
+            continue
+        elif isinstance(stmt, _EXITS):
+            value = getattr(stmt, "value", None) or getattr(stmt, "exc", None)
+            if value is not None:
+                expression_calls(value, out)
+            return False
+        else:
+            expression_calls(stmt, out)
+    return True
+
+
+# ---------------------------------------------------------------------- returns and aliases
+def _return_statements(stmts: list[ast.stmt], out: list[ast.Return]) -> None:
+    for stmt in stmts:
+        if isinstance(stmt, ast.Return):
+            out.append(stmt)
+        elif isinstance(stmt, _SCOPES):
+            continue
+        else:
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(stmt, name, None)
+                if isinstance(block, list):
+                    _return_statements(block, out)
+            for handler in getattr(stmt, "handlers", ()) or ():
+                _return_statements(handler.body, out)
+            for case in getattr(stmt, "cases", ()) or ():
+                _return_statements(case.body, out)
+
+
+def _local_aliases(func: ast.AST) -> dict[str, ast.AST]:
+    """Names of ``func`` bound exactly once, by a simple ``name = value`` (parameters excluded)."""
+    counts: dict[str, int] = {}
+    values: dict[str, ast.AST] = {}
+    args = func.args
+    for arg in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+        if arg is not None:
+            counts[arg.arg] = 2
+    for node in walk_function_body(func):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Name):
+                        counts[sub.id] = counts.get(sub.id, 0) + 1
+                        if sub is target:
+                            values[sub.id] = node.value
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+            target = node.target
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    counts[sub.id] = counts.get(sub.id, 0) + 2
+    return {name: value for name, value in values.items() if counts.get(name) == 1}
+
+
+def function_returns(func: ast.AST) -> tuple | None:
+    """The encoded return values of ``func``, or ``None`` (no return, a bare return, a generator, or
+    a value that is neither boolean-shaped, a name, an attribute nor an argument-free call)."""
+    returns: list[ast.Return] = []
+    _return_statements(func.body, returns)
+    if not returns:
+        return None
+    for ret in returns:
+        value = ret.value
+        if value is None:
+            return None
+        if not (_boolean_shaped(value) or isinstance(value, (ast.Name, ast.Attribute))
+                or (isinstance(value, ast.Call) and not value.args and not value.keywords)):
+            return None
+    encoded = tuple(encode(ret.value) for ret in returns)
+    if not any(_boolean_shaped(ret.value) for ret in returns):
+        return encoded  # a getter or a delegation: no generator check, no alias needed
+    if any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in walk_function_body(func)):
+        return None
+    if "'n'," in repr(encoded):
+        aliases = _local_aliases(func)
+        if aliases:
+            encoded = tuple(encode(ret.value, aliases) for ret in returns)
+    return encoded
+
+
+# ---------------------------------------------------------------------- the summary
+def summarize(tree: ast.Module) -> tuple:
+    """Return the summary of a parsed file (never raises for a valid tree): the fields of
+    :class:`FileFacts` as plain tuples (functions as plain :class:`FunctionFact` tuples), so that any
+    cache format that keeps tuples, frozensets, strings, ints, bools and ``None`` can store it."""
+    functions: list[tuple] = []
+    attr_values: list[tuple[str, tuple]] = []
+    attr_other: set[str] = set()
+    stack: list[list[ast.stmt]] = [tree.body]
+    while stack:  # statements only: defs and stores are statements, expressions need no walk
+        for node in stack.pop():
+            cls = node.__class__
+            if cls is ast.FunctionDef or cls is ast.AsyncFunctionDef:
+                calls: set[str] = set()
+                unconditional_calls(node.body, calls)
+                functions.append((_intern(node.name), is_property(node), function_returns(node), frozenset(calls),
+                                  is_abstract(node)))
+                stack.append(node.body)
+            elif cls is ast.Assign:
+                for target in node.targets:
+                    _store(target, node.value, attr_values, attr_other)
+            elif cls is ast.AnnAssign:
+                _store(node.target, node.value, attr_values, attr_other)
+            elif cls is ast.AugAssign:
+                _store(node.target, None, attr_values, attr_other)
+            elif cls is ast.Expr or cls is ast.Return or cls is ast.Import or cls is ast.ImportFrom:
+                continue
+            elif cls is ast.ClassDef:
+                for stmt in node.body:  # class attributes and dataclass fields: not predicates
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else (
+                        [stmt.target] if isinstance(stmt, ast.AnnAssign) else [])
+                    for target in targets:
+                        if isinstance(target, ast.Name):
+                            attr_other.add(_intern(target.id))
+                stack.append(node.body)
+            else:
+                for name in ("body", "orelse", "finalbody"):
+                    block = getattr(node, name, None)
+                    if block:
+                        stack.append(block)
+                for handler in getattr(node, "handlers", None) or ():
+                    stack.append(handler.body)
+                for case in getattr(node, "cases", None) or ():
+                    stack.append(case.body)
+    return (tuple(functions), tuple(attr_values), frozenset(attr_other))
+
+
+def _store(target: ast.AST, value: ast.AST | None, attr_values: list, attr_other: set) -> None:
+    """Record a store into ``self.<attr>`` (``value`` ``None``: augmented or without a value)."""
+    if isinstance(target, ast.Attribute):
+        if isinstance(target.value, ast.Name) and target.value.id == "self":
+            if value is not None and _boolean_shaped(value):
+                attr_values.append((_intern(target.attr), encode(value)))
+            else:
+                attr_other.add(_intern(target.attr))
+    elif isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                attr_other.add(_intern(sub.attr))
+
+
+class ShardGateIndex:
+    """Every file's :class:`FileFacts` of one project, by name (what E9502 reads at check time).
+
+    ``functions[name]``: ``(file number, FunctionFact)`` of every ``def`` of that name;
+    ``attr_values[attr]``: ``(file number, encoded value)`` of every boolean-shaped ``self.attr``
+    store; ``attr_other[attr]``: the file numbers storing anything else. ``memo`` holds results the
+    rule derives with its options (the must-run closure), keyed by the option values.
+    """
+
+    def __init__(self, paths: Iterable[str], summaries: Iterable[FileFacts]):
+        self.paths = list(paths)
+        self.file_no = {path: i for i, path in enumerate(self.paths)}
+        self.functions: dict[str, list[tuple[int, FunctionFact]]] = {}
+        self.attr_values: dict[str, list[tuple[int, tuple]]] = {}
+        self.attr_other: dict[str, set[int]] = {}
+        self.memo: dict[Any, Any] = {}
+        for number, facts in enumerate(summaries):
+            functions, attr_values, attr_other = FileFacts(*facts)
+            for func in functions:
+                func = FunctionFact(*func)
+                self.functions.setdefault(func.name, []).append((number, func))
+            for attr, value in attr_values:
+                self.attr_values.setdefault(attr, []).append((number, value))
+            for attr in attr_other:
+                self.attr_other.setdefault(attr, set()).add(number)
+
+
+class ShardGateFacts(ProjectFacts):
+    """E9502's :class:`~hp_invariants.project.ProjectFacts`: :func:`summarize` per file, a
+    :class:`ShardGateIndex` per project."""
+
+    key = "shard-gates"
+    version = FACTS_VERSION
+
+    def summarize(self, tree: ast.Module, path: str) -> tuple:
+        """Return the summary of ``tree`` (:func:`summarize`; the path is not used)."""
+        return summarize(tree)
+
+    def build(self, root: Path, paths: list[str], summaries: list[Any], digests: list[bytes]) -> ShardGateIndex:
+        """Return the :class:`ShardGateIndex` of the project's files."""
+        return ShardGateIndex(paths, (s if isinstance(s, (tuple, list)) and len(s) == 3 else EMPTY
+                                      for s in summaries))
