@@ -86,14 +86,19 @@ class ProjectFacts:
         content digests (``hashlib.blake2b``, 16 bytes)."""  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def encode(self, summary: Any) -> Any:  # pragma: no cover - abstract
-        """Return ``summary`` as plain data (dicts, lists, str, int, float, bool, None)."""
-        raise NotImplementedError
+    def encode(self, summary: Any) -> Any:
+        """Return ``summary`` as plain data (lists, str, int, float, bool, None). Default: tuples
+        (NamedTuples included) become lists and sets ``{"set": [...]}``; anything else raises
+        ``TypeError`` (the file's summaries are then not cached)."""
+        return _plain(summary)
 
-    def decode(self, data: Any) -> Any:  # pragma: no cover - abstract
+    def decode(self, data: Any) -> Any:
         """Return the summary that :meth:`encode` turned into ``data``; raise ``ValueError``,
-        ``TypeError``, ``KeyError`` or ``IndexError`` when ``data`` is not such a value."""
-        raise NotImplementedError
+        ``TypeError``, ``KeyError`` or ``IndexError`` when ``data`` is not such a value. Default: the
+        inverse of the default :meth:`encode` (lists become tuples, NamedTuples are not rebuilt); a
+        summary of the wrong shape that makes :meth:`build` raise sends the project to a rebuild
+        without the cache (:meth:`Project.prepare_root`)."""
+        return _unplain(data)
 
     # ------------------------------------------------------------------ results-cache hooks
     def track(self, data: Any) -> tuple[Any, Any]:
@@ -111,6 +116,28 @@ class ProjectFacts:
         """True when the findings of ``path`` (content ``digest``) that depended on ``record`` are
         still those of the project object ``data``. Must be conservative: when in doubt, False."""
         return False
+
+
+def _plain(value: Any) -> Any:
+    kind = type(value)
+    if value is None or kind in (str, int, float, bool):
+        return value
+    if isinstance(value, tuple) or kind is list:
+        return [_plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return {"set": sorted((_plain(v) for v in value), key=repr)}
+    raise TypeError(f"no plain-data form for {kind.__name__}")
+
+
+def _unplain(data: Any) -> Any:
+    kind = type(data)
+    if data is None or kind in (str, int, float, bool):
+        return data
+    if kind is list:
+        return tuple(_unplain(v) for v in data)
+    if kind is dict and len(data) == 1 and type(data.get("set")) is list:
+        return frozenset(_unplain(v) for v in data["set"])
+    raise TypeError(f"not a plain-data summary: {kind.__name__}")
 
 
 def content_digest(raw: bytes) -> bytes:
@@ -207,7 +234,17 @@ class Project:
         missing = [f for f in dict.fromkeys(facts) if f.key not in built]
         if missing:
             with budget_paused():
-                built.update(self._build(root, missing))
+                try:
+                    built.update(self._build(root, missing))
+                except Exception:  # noqa: BLE001 - a cached summary of the wrong shape: rebuild without it
+                    if not self.use_cache:
+                        raise
+                    self.use_cache = False
+                    self._scans.clear()
+                    try:
+                        built.update(self._build(root, missing))
+                    finally:
+                        self.use_cache = True
 
     def fingerprint(self, path: str, facts: Sequence[ProjectFacts]) -> str:
         """The fingerprint of the project holding ``path`` as ``facts`` see it: the walked file set and
