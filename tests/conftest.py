@@ -1,15 +1,36 @@
-"""Session-wide test setup.
+"""Suite-wide test set-up: nothing a test run writes may land outside temporary folders.
 
-Every test run gets its own cache folder: ``HP_INVARIANTS_CACHE_DIR`` points to a temporary folder for
-the whole session (subprocesses inherit it), so no test ever reads or writes the real
-``~/.cache/hp-invariants``.
+* Hypothesis keeps its example database and a cache of source constants under its home folder
+  (default ``./.hypothesis`` in the working directory): for the whole run it is a temporary folder,
+  removed at the end. (A failure still prints hypothesis' reproduction blob.)
+* Every test run gets its own hp-invariants cache folder: ``HP_INVARIANTS_CACHE_DIR`` points to a
+  temporary folder for the whole session (subprocesses inherit it), so no test ever reads or writes
+  the real ``~/.cache/hp-invariants``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
+from hypothesis import configuration
+
+_HOME: list[str] = []
+
+
+def pytest_configure(config) -> None:
+    """Point hypothesis at a temporary home folder before any test runs."""
+    _HOME.append(tempfile.mkdtemp(prefix="hp-invariants-hypothesis-"))
+    configuration.set_hypothesis_home_dir(_HOME[-1])
+
+
+def pytest_unconfigure(config) -> None:
+    """Remove the temporary hypothesis home folder."""
+    configuration.set_hypothesis_home_dir(None)
+    for home in _HOME:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True, scope="session")

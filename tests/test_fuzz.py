@@ -4,7 +4,7 @@ are idempotent, and the rule fixtures keep exactly their findings under meaning-
 Fast by default (the whole file well under a minute on 2 cores). For a long run set
 ``HP_FUZZ_EXAMPLES=N`` (examples per property; per fixture for the metamorphic test), e.g.
 ``HP_FUZZ_EXAMPLES=2000 pytest tests/test_fuzz.py`` (see docs/robustness.md). Failures print the
-hypothesis reproduction blob; the example database keeps them for the next run.
+hypothesis reproduction blob (the example database lives in a temporary folder: tests/conftest.py).
 """
 
 from __future__ import annotations
