@@ -10,14 +10,20 @@ corpus folder, passed explicitly to every tool), each run times:
 
 * the ``ast.parse`` floor: read + decode + ``ast.parse`` of every file in one process
   (``benchmarks/_floor.py``), the least work any ``ast``-based checker must do;
-* ``hp-invariants check`` at ``-j1`` and ``-j2``, with a cold class-index cache
-  (``HP_INVARIANTS_CACHE_DIR`` = a fresh empty folder) and then a warm one (same folder again);
+* ``hp-invariants check`` at ``-j1`` and ``-j2``, with a cold cache (``HP_INVARIANTS_CACHE_DIR`` =
+  a fresh empty folder), then (``-j1`` only) an ``index-only`` one (a copy of that folder without the
+  per-file results cache: the class index is warm, every file is parsed and checked), then a warm one
+  (the same folder again: class index and per-file results cached, a re-check of unchanged files);
 * pylint running only our plugin (``--disable=all --enable=<every rule id>``), on the
   corpora of ``--pylint-on``;
 * pylint's own default run without and with the plugin, on the corpora of ``--baseline-on``
   (the plugin's added cost, also measured in-process by timing the plugin's ``process_module``);
 * semgrep with the local, pattern-based approximations in ``benchmarks/semgrep/*.yml``
   (``--metrics=off --disable-version-check``, offline);
+
+then a single file checked inside a copy of the ``--single-in`` package (its ``.py`` files copied to
+a folder without project markers; the probe file holds one small class), cold and warm, next to the
+floor of the whole copy (what the cold class index must parse once);
 
 then the pre-commit path: ``hp-invariants check`` on 10 files of the ``--precommit-on`` corpus,
 run from its project root with root-relative paths (as pre-commit passes them), cold and warm,
@@ -82,6 +88,11 @@ SEMGREP = "semgrep, 4 approximate rules"
 PRE_COLD = "pre-commit: check {n} files (cold cache)"
 PRE_WARM = "pre-commit: check {n} files (warm cache)"
 PRE_FLOOR = "floor of the whole-project index ({n} files)"
+SINGLE_COLD = "one file inside a copy of the package (cold cache)"
+SINGLE_WARM = "one file inside a copy of the package (warm cache)"
+SINGLE_FLOOR = "floor of the whole copy ({n} files)"
+PROBE = "_hp_bench_probe.py"
+PROBE_TEXT = "class Probe:\n    def value(self):\n        return self.other()\n\n    def other(self):\n        return 1\n"
 
 
 def check_label(jobs: int, cache: str) -> str:
@@ -504,7 +515,14 @@ class Bench:
                 def make(run: int) -> tuple[list[str], Path, dict[str, str]]:
                     if cache_kind == "cold":
                         caches[(j, run)] = self.fresh_cache(f"{name}-j{j}-r{run}")
-                    state["cache"] = caches[(j, run)]
+                    if cache_kind == "index-only":  # the class index of the cold run, no per-file results
+                        copy = self.fresh_cache(f"{name}-j{j}-r{run}-index")
+                        for item in caches[(j, run)].iterdir():
+                            if not item.name.startswith("results-"):
+                                shutil.copy2(item, copy / item.name)
+                        state["cache"] = copy
+                    else:
+                        state["cache"] = caches[(j, run)]
                     return [*self.hp_cmd, "check", f"-j{j}", *files], corpus.path, self.env_with_cache(state["cache"])
 
                 def parse(sample: Sample) -> None:
@@ -515,6 +533,8 @@ class Bench:
 
             for j in (1, 2):
                 jobs.append(check_job(j, "cold"))
+                if j == 1:
+                    jobs.append(check_job(j, "index-only"))
                 jobs.append(check_job(j, "warm"))
             self._warm_cache_for_pylint = caches
         else:
@@ -664,6 +684,46 @@ class Bench:
         self.say(f"[pre-commit] {n} files of {name}, project root {root} ({len(index_files)} files)")
         self.execute(jobs, self.runs)
 
+    def run_single(self) -> None:
+        """A cold and a warm check of one small file inside a copy of the ``--single-in`` package,
+        beside the floor of parsing every file of the copy once (issue #12: the cold class index must
+        cost no more than 1.5x that floor)."""
+        name = self.args.single_in
+        if name is None:
+            name = "" if self.args.quick else "torch"
+        if not name:
+            return
+        known = {c.name: c.path for c in self.corpora}
+        source = known.get(name) or (default_corpus_paths().get(name) if name in DEFAULT_CORPORA else Path(name))
+        if source is None or not Path(source).is_dir():
+            self.skip(name, "single file", f"package {name!r} not available")
+            return
+        source = Path(source)
+        copy = self.tmp / "single" / source.name
+        shutil.copytree(source, copy, ignore=lambda d, names: [n for n in names if not n.endswith(".py")
+                                                               and not os.path.isdir(os.path.join(d, n))])
+        (copy / PROBE).write_text(PROBE_TEXT)
+        files = discover(copy)
+        self.warm_page_cache(Corpus(name="copy", path=copy, files=files))
+        listing = self.file_list(Corpus(name="single-copy", path=copy, files=files))
+        jobs = [Job(Row(name, SINGLE_FLOOR.format(n=len(files)),
+                        display=f"python benchmarks/_floor.py <list of the {len(files)} files of the copy>"),
+                    lambda r: ([PY, str(HERE / "_floor.py"), str(listing)], copy, self.env), parse_floor)]
+        caches: dict[int, Path] = {}
+
+        def make(run: int, cold: bool) -> tuple[list[str], Path, dict[str, str]]:
+            if cold:
+                caches[run] = self.fresh_cache(f"single-r{run}")
+            return [*self.hp_cmd, "check", PROBE], copy, self.env_with_cache(caches[run])
+
+        for label, cold in ((SINGLE_COLD, True), (SINGLE_WARM, False)):
+            jobs.append(Job(Row(name, label, ok_rcs=(0, 1, 2),
+                                display=f"cd <copy of {source}> && HP_INVARIANTS_CACHE_DIR=<"
+                                        f"{'fresh empty' if cold else 'same'} dir> hp-invariants check {PROBE}"),
+                            lambda r, c=cold: make(r, c), parse_check))
+        self.say(f"[single] {PROBE} inside a copy of {source} ({len(files)} files)")
+        self.execute(jobs, self.args.single_runs or self.runs)
+
     # ------------------------------------------------------------------ profiling
     def profile(self, corpus: Corpus, cache_kind: str) -> None:
         """cProfile ``hp-invariants check -j1`` on ``corpus``; keep the top entries for the report."""
@@ -705,6 +765,7 @@ class Bench:
         for corpus in self.corpora:
             self.warm_page_cache(corpus)
             self.execute(self.plan_corpus(corpus), self.runs_for(corpus.name))
+        self.run_single()
         self.run_precommit()
         self.evaluate()
         if self.args.profile == "always" or (self.args.profile == "auto" and not self.args.quick):
@@ -780,10 +841,12 @@ class Bench:
         ):
             if name not in present:
                 continue
-            for cache in ("warm", "cold"):
+            for cache in ("warm", "index-only", "cold"):
                 add(f"check -j1 ({cache} cache) within 2x of the ast.parse floor", name,
                     self.ratio(name, check_label(1, cache), FLOOR), "{:.2f}x the floor",
-                    lambda v, g=floor_goal: v <= g, (name, cache))
+                    lambda v, g=floor_goal: v <= g, (name, cache) if cache != "index-only" else None)
+            add("re-check of unchanged files (warm cache: per-file results) at most 0.3x the floor", name,
+                self.ratio(name, check_label(1, "warm"), FLOOR), "{:.2f}x the floor", lambda v: v <= 0.3)
             for cache in ("warm", "cold"):
                 better = "at least 3x faster" if semgrep_goal > 1 else "faster"
                 add(f"check -j1 ({cache} cache) {better} than semgrep", name,
@@ -800,6 +863,12 @@ class Bench:
                 overhead[0], "{:+.1f}%", lambda v: v < 5.0)
             add("the plugin adds under 5% to a pylint run (time inside the plugin / baseline)", "hyper-parallel",
                 overhead[1], "{:.1f}%", lambda v: v < 5.0)
+        single = self.args.single_in if self.args.single_in is not None else ("" if self.args.quick else "torch")
+        floor_row = next((r for r in self.rows if r.corpus == single and r.label.startswith("floor of the whole copy")
+                          and r.samples), None)
+        if single and floor_row is not None:
+            add("one file inside a copy of the package, cold cache: within 1.5x the floor of the whole copy", single,
+                self.ratio(single, SINGLE_COLD, floor_row.label), "{:.2f}x that floor", lambda v: v <= 1.5)
         if self.precommit:
             name = self.args.precommit_on
             n = len(self.precommit["files"])
@@ -1010,6 +1079,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--precommit-on", default="torch", metavar="NAME",
                         help="corpus whose files the pre-commit run checks (default: %(default)s)")
     parser.add_argument("--precommit-files", type=int, default=10, metavar="N")
+    parser.add_argument("--single-in", default=None, metavar="NAME|PATH",
+                        help="corpus or package folder to copy for the one-file cold check ('' to skip; "
+                             "default: torch, none in --quick)")
+    parser.add_argument("--single-runs", type=int, default=None, metavar="N",
+                        help="runs of the one-file check (default: --runs)")
     parser.add_argument("--semgrep", default=None, metavar="PATH", help="semgrep executable ('' to skip semgrep)")
     parser.add_argument("--skip", default="", metavar="WHAT",
                         help="comma-separated: check, pylint, baseline, semgrep, precommit")

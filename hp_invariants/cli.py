@@ -42,10 +42,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="worker processes (0: one per core; default 1)")
     parser.add_argument("--config", metavar="PYPROJECT",
                         help="pyproject.toml to read [tool.hp-invariants] from (default: the project root's)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the class-index cache")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not read or write the cache (class index and per-file results)")
     parser.add_argument("--force-exclude", action="store_true",
                         help="apply exclude patterns to paths named on the command line too (used by pre-commit)")
-    parser.add_argument("--cache-dir", metavar="DIR", help="class-index cache folder")
+    parser.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: see `hp-invariants cache dir`)")
     parser.add_argument("--timeout-per-file", type=_non_negative, metavar="SECONDS",
                         help="give up on a file after this much analysis (F0003); 0: no limit (default 10)")
     parser.add_argument("--max-file-size", type=_non_negative, metavar="MIB",
@@ -85,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print a unified diff, write nothing; exit 1 if there are changes or findings it cannot fix")
     fix.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
 
+    cache = sub.add_parser("cache", help="show or clear the cache folder (class index and per-file results)",
+                           description="The cache folder: --cache-dir, else the 'cache-dir' key of the project's "
+                           "[tool.hp-invariants], else $HP_INVARIANTS_CACHE_DIR, else $XDG_CACHE_HOME/hp-invariants "
+                           "(~/.cache/hp-invariants). It holds plain JSON only; clearing it only costs speed.")
+    cache.add_argument("action", choices=("dir", "clear"), help="dir: print the folder; clear: delete its cache files")
+    cache.add_argument("path", nargs="?", default=".", help="a file or folder of the project (default: .)")
+    cache.add_argument("--cache-dir", metavar="DIR", help="the cache folder to show or clear")
     history_cli.add_arguments(sub, check, fix, _common)
     sub.add_parser("rules", help="list the rules")
     explain = sub.add_parser("explain", help="print a rule's documentation")
@@ -155,6 +163,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             return 2
     else:
         _write(sys.stdout, text)
+    for note in result.notes:
+        print(f"hp-invariants: note: {note}", file=sys.stderr)
     if args.format == "text":
         fixable = sum(1 for f in findings if f.fix and f.fix.applicability.value == "safe")
         files = len({f.path for f in findings})
@@ -253,6 +263,22 @@ def fix_summary(fixed: int, files: int, remaining: Sequence[Finding], not_writte
     return line + f"; {len(remaining)} left: " + ", ".join(reasons) + "."
 
 
+def cmd_cache(args: argparse.Namespace) -> int:
+    """Run ``cache dir`` (print the cache folder of the project holding ``path``) or ``cache clear``
+    (delete the cache files there); return 0."""
+    from hp_invariants.config import find_project_root  # noqa: PLC0415
+    from hp_invariants.project import clear_cache_dir, default_cache_dir  # noqa: PLC0415
+
+    resolver = Resolver(RULES, Overrides(cache_dir=os.path.abspath(args.cache_dir) if args.cache_dir else None))
+    folder = resolver.config_for(find_project_root(args.path)).cache_dir or default_cache_dir()
+    if args.action == "dir":
+        print(folder)
+    else:
+        removed = clear_cache_dir(folder)
+        print(f"hp-invariants: removed {len(removed)} cache file(s) from {folder}", file=sys.stderr)
+    return 0
+
+
 def cmd_rules() -> int:
     """Print the rule table; return 0."""
     width = max(len(r.symbol) for r in RULES)
@@ -289,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_check(args)
         if args.command == "fix":
             return cmd_fix(args)
+        if args.command == "cache":
+            return cmd_cache(args)
         if args.command == "rules":
             return cmd_rules()
         if args.command in history_cli.COMMANDS:

@@ -30,6 +30,7 @@ Errors raise :class:`ConfigError` naming the file and the key; the CLI turns tha
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 try:
@@ -38,7 +39,7 @@ except ModuleNotFoundError:  # Python < 3.11: the same parser, as the tomli back
     import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from hp_invariants.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT
 from hp_invariants.model import Option, Rule
@@ -187,22 +188,46 @@ class Config:
         parents are exempt (a path named explicitly is always checked, as in ruff).
         """
         rel = _relative(path, self.root)
-        skip = 0
-        if given is not None:
-            try:
-                given_rel = Path(os.path.abspath(given)).relative_to(self.root).as_posix()
-            except ValueError:  # the walk started above this configuration's folder
-                given_rel = ""
-            skip = 0 if given_rel in ("", ".") else len(given_rel.split("/"))
-        return any(_glob_match(rel, pattern, skip) for pattern in self.exclude)
+        skip = 0 if given is None else _given_skip(self.root, os.path.abspath(given))
+        return _exclude_matcher(tuple(self.exclude))(rel, skip)
 
 
 def _matches_any(rule: Rule, codes: Iterable[str]) -> bool:
     return any(code == rule.symbol or rule.rule_id.startswith(code) for code in codes)
 
 
+@functools.lru_cache(maxsize=256)
+def _given_skip(root: Path, given: str) -> int:
+    """The number of leading components of root-relative paths that lie in ``given`` (the folder a
+    walk started from), which exclude patterns never match."""
+    try:
+        given_rel = Path(given).relative_to(root).as_posix()
+    except ValueError:  # the walk started above this configuration's folder
+        given_rel = ""
+    return 0 if given_rel in ("", ".") else len(given_rel.split("/"))
+
+
+@functools.lru_cache(maxsize=64)
+def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[[str, int], bool]:
+    """``(rel, skip) -> bool``: :func:`_glob_match` of ``rel`` against any of ``patterns``, with the
+    patterns without ``/`` (matched per path component) joined into one regular expression."""
+    simple = [p.rstrip("/") for p in patterns if "/" not in p.rstrip("/")]
+    nested = [p for p in patterns if "/" in p.rstrip("/")]
+    one = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in simple)).match if simple else None
+
+    def match(rel: str, skip: int) -> bool:
+        if one is not None and any(one(part) for part in rel.split("/")[skip:]):
+            return True
+        return any(_glob_match(rel, pattern, skip) for pattern in nested)
+
+    return match
+
+
 def _relative(path: str, root: Path) -> str:
     absolute = os.path.abspath(path)
+    prefix = str(root).rstrip(os.sep) + os.sep
+    if absolute.startswith(prefix):  # the common case, without pathlib
+        return absolute[len(prefix):].replace(os.sep, "/")
     try:
         return Path(absolute).relative_to(root).as_posix()
     except ValueError:

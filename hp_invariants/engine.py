@@ -19,10 +19,11 @@ one :class:`~hp_invariants.model.FileProblem` (see :mod:`hp_invariants.limits`).
 from __future__ import annotations
 
 import ast
+import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from hp_invariants import newsyntax, suppressions
 from hp_invariants.config import Resolver, Settings
@@ -30,7 +31,7 @@ from hp_invariants.context import FileContext
 from hp_invariants.discovery import iter_python_files
 from hp_invariants.limits import AnalysisTimeout, guarded, problem
 from hp_invariants.model import Confidence, FileProblem, Finding, Rule
-from hp_invariants.project import Project
+from hp_invariants.project import Project, content_digest
 from hp_invariants.runner import parallel_map
 from hp_invariants.source import FileTooLargeError, SourceDecodeError, SourceFile, read_source_bytes
 
@@ -42,6 +43,8 @@ class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
+    cache_entry: dict | None = field(default=None, repr=False, compare=False)
+    """The results-cache entry computed for this file (carried back from a worker process)."""
 
 
 @dataclass
@@ -50,6 +53,8 @@ class RunResult:
 
     files: list[FileResult] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the user should know about the run that is not a problem (a bounded project index)."""
 
     @property
     def findings(self) -> list[Finding]:
@@ -94,13 +99,17 @@ class Session:
     ``settings``: a :class:`~hp_invariants.config.Resolver` (per-file configuration) or any callable
     ``path -> Settings`` (the pylint plugin builds one from pylint's options); ``project``: the
     :class:`~hp_invariants.project.Project` rules with ``project_facts`` read (``None``: such rules
-    stay silent unless ``Rule.project_optional``). Every method is safe to call for many files; nothing is global.
+    stay silent unless ``Rule.project_optional``); ``results``: a :class:`ResultsCache` that
+    :meth:`check_bytes` reads and fills (``None``: none). Every method is safe to call for many
+    files; nothing is global.
     """
 
-    def __init__(self, settings: Resolver | Callable[[str], Settings], project: Project | None = None):
+    def __init__(self, settings: Resolver | Callable[[str], Settings], project: Project | None = None,
+                 results: "ResultsCache | None" = None):
         self.resolver = settings if isinstance(settings, Resolver) else None
         self._settings_for = settings.settings_for if isinstance(settings, Resolver) else settings
         self.project = project
+        self.results = results if project is not None else None
 
     def settings_for(self, path: str) -> Settings:
         """Return the resolved :class:`Settings` of ``path``."""
@@ -125,13 +134,15 @@ class Session:
 
     # ------------------------------------------------------------------ the stages
     def analyze(self, source: SourceFile, tree: ast.Module, settings: Settings,
-                rules: Sequence[Rule] | None = None) -> list[Finding]:
+                rules: Sequence[Rule] | None = None, project: Any = None) -> list[Finding]:
         """Run ``rules`` (default: the settings' rules) on one parsed file; findings sorted, no
-        suppressions applied. A rule's exception propagates (callers report it per file)."""
-        ctx = FileContext(source=source, tree=tree, options=settings.options, project=self.project)
+        suppressions applied. A rule's exception propagates (callers report it per file).
+        ``project``: what rules read project facts from (default: the session's project)."""
+        project = self.project if project is None else project
+        ctx = FileContext(source=source, tree=tree, options=settings.options, project=project)
         findings: list[Finding] = []
         for rule in settings.rules if rules is None else rules:
-            if rule.project_facts is not None and self.project is None and not rule.project_optional:
+            if rule.project_facts is not None and project is None and not rule.project_optional:
                 continue
             findings.extend(rule.check(ctx))
         findings.sort(key=Finding.sort_key)
@@ -175,10 +186,32 @@ class Session:
         decoding and syntax errors, rule errors, deep nesting, an exhausted time budget and a file over
         the size limit become :class:`FileProblem` objects."""
         settings = settings or self.settings_for(path)
-        result = FileResult(path=path)
         if settings.max_file_size and len(raw) > settings.max_file_size:
-            result.problems.append(problem(path, FileTooLargeError(path, len(raw), settings.max_file_size)))
-            return result
+            return FileResult(path=path, problems=[problem(path, FileTooLargeError(path, len(raw),
+                                                                                    settings.max_file_size))])
+        if self.results is None or not _cacheable(settings):
+            return self._check(path, raw, settings, None)
+        digest = content_digest(raw)
+        try:
+            hit = self.results.lookup(path, digest, settings)
+        except Exception:  # noqa: BLE001 - the cache only ever costs a re-check
+            hit = None
+        if hit is not None:
+            return hit
+        tracking = _TrackingProject(self.project)
+        result = self._check(path, raw, settings, tracking)
+        try:
+            entry = self.results.make_entry(path, digest, settings, result, tracking)
+        except Exception:  # noqa: BLE001
+            entry = None
+        if entry is not None:
+            result.cache_entry = entry
+            self.results.store(path, entry)
+        return result
+
+    def _check(self, path: str, raw: bytes, settings: Settings, tracking: Any) -> FileResult:
+        """:meth:`check_bytes` without the results cache (``tracking``: see :class:`_TrackingProject`)."""
+        result = FileResult(path=path)
         try:
             source = SourceFile.from_bytes(path, raw)
         except SourceDecodeError as exc:
@@ -191,7 +224,7 @@ class Session:
         timeout = settings.timeout_per_file
 
         def work() -> list[Finding]:
-            return self.analyze(source, parse(source), settings, active)
+            return self.analyze(source, parse(source), settings, active, tracking)
 
         try:
             findings = guarded(work, timeout)
@@ -221,25 +254,44 @@ class Session:
             raise ValueError("discovery needs a Resolver")
         return iter_python_files(paths, self.resolver)
 
-    def prepare(self, files: Sequence[str]) -> list[FileProblem]:
+    def prepare(self, files: Sequence[str], lazy_if_cached: bool = False) -> list[FileProblem]:
         """Build the project facts that the rules enabled for ``files`` declare, before a pool forks
-        (workers inherit them). Returns a problem per project that could not be indexed."""
+        (workers inherit them). Returns a problem per project that could not be indexed.
+        ``lazy_if_cached`` (``check``): skip the build of a project when the results cache holds every
+        file's results against the project as it is now (only its fingerprint is computed)."""
         if self.project is None:
             return []
         problems: list[FileProblem] = []
-        wanted: dict[Path, tuple[str, list]] = {}
+        wanted: dict[Path, tuple[str, list, list]] = {}
         for path in files:
             facts = [r.project_facts for r in self.settings_for(path).rules if r.project_facts is not None]
             if facts:
                 root = self.project.root_of(path)
-                entry = wanted.setdefault(root, (path, []))
+                entry = wanted.setdefault(root, (path, [], []))
                 entry[1].extend(f for f in facts if f not in entry[1])
-        for root, (path, facts) in wanted.items():
+                entry[2].append(path)
+        for root, (path, facts, paths) in wanted.items():
             try:
+                if lazy_if_cached and self.results is not None and self._all_current(root, facts, paths):
+                    continue  # every file's results are cached against this very project: build lazily
                 self.project.prepare(path, facts)
             except Exception as exc:  # noqa: BLE001 - reported; the files are still checked
                 problems.append(problem(path, exc))
         return problems
+
+    def _all_current(self, root: Path, facts: Sequence[Any], paths: Sequence[str]) -> bool:
+        """True when the results cache holds an entry for each of ``paths`` recorded against the
+        project as it is now (same fingerprint), so the project facts need not be built."""
+        assert self.project is not None and self.results is not None
+        fingerprints = {f.key: self.project.fingerprint(paths[0], [f]) for f in facts}
+        stored = self.results.entries(root)
+        for path in paths:
+            entry = stored.get(os.path.relpath(os.path.abspath(path), root))
+            deps = entry.get("deps") if isinstance(entry, dict) else None
+            if not isinstance(deps, dict) or any(not isinstance(d, dict) or d.get("fp") != fingerprints.get(k)
+                                                 for k, d in deps.items()):
+                return False
+        return True
 
 
 def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResult:
@@ -249,10 +301,17 @@ def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResul
     result = RunResult(problems=discovery_problems)
     if session.project is not None and jobs > 1:
         session.project.jobs = max(session.project.jobs, jobs)
-    result.problems.extend(session.prepare(files))
+    result.problems.extend(session.prepare(files, lazy_if_cached=True))
     result.files = parallel_map(session.check_path, files, jobs,
                                 on_dead=lambda path: FileResult(path=path, problems=[dead_worker_problem(path)]))
     result.files.sort(key=lambda r: r.path)
+    if session.results is not None:
+        for file_result in result.files:
+            if file_result.cache_entry is not None:
+                session.results.store(file_result.path, file_result.cache_entry)
+        session.results.save()
+    if session.project is not None:
+        result.notes.extend(session.project.notes)
     return result
 
 
@@ -262,8 +321,14 @@ def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache:
     files) and whose cache folder is ``cache_dir``, else the ``cache-dir`` of the configuration
     governing the project root."""
 
-    def excluded(path: str, root: Path) -> bool:
-        return resolver.is_excluded(path, given=str(root))
+    configs: dict[str, Any] = {}
+
+    def excluded(path: str, root: Path) -> bool:  # Resolver.is_excluded, its configuration memoized per folder
+        folder = os.path.dirname(path)
+        config = configs.get(folder)
+        if config is None:
+            config = configs[folder] = resolver.config_for(folder or ".")
+        return config.is_excluded(path, given=str(root))
 
     def cache_for(root: Path) -> str | None:
         return cache_dir or resolver.config_for(root).cache_dir
@@ -272,8 +337,10 @@ def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache:
 
 
 def default_session(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> Session:
-    """A :class:`Session` over ``resolver`` with the :func:`default_project` of that resolver."""
-    return Session(resolver, default_project(resolver, cache_dir, use_cache, jobs))
+    """A :class:`Session` over ``resolver`` with the :func:`default_project` of that resolver;
+    ``use_cache`` also turns on the per-file :class:`ResultsCache` in the same cache folder."""
+    project = default_project(resolver, cache_dir, use_cache, jobs)
+    return Session(resolver, project, ResultsCache(project) if use_cache else None)
 
 
 def session_for_rules(rules: Sequence[Rule], options: dict[str, dict] | None = None, project: Project | None = None,
@@ -283,3 +350,201 @@ def session_for_rules(rules: Sequence[Rule], options: dict[str, dict] | None = N
     :class:`~hp_invariants.config.Settings` fields (``report_unused_suppressions``, limits ...)."""
     fixed = Settings(rules=tuple(rules), options=dict(options or {}), **settings)  # type: ignore[arg-type]
     return Session(lambda path: fixed, project)
+
+
+# ---------------------------------------------------------------------- the per-file results cache
+class _TrackingProject:
+    """The project as one file's check sees it when its results are cached: ``data`` hands each rule
+    its facts' tracked view (:meth:`ProjectFacts.track`) and remembers the trackers."""
+
+    def __init__(self, project: Project):
+        self.project = project
+        self.used: dict[str, tuple] = {}
+
+    def data(self, facts, path: str):
+        found = self.used.get(facts.key)
+        if found is None:
+            view, tracker = facts.track(self.project.data(facts, path))
+            found = self.used[facts.key] = (facts, tracker, view)
+        return found[2]
+
+    def __getattr__(self, name: str):
+        return getattr(self.project, name)
+
+
+def _cacheable(settings: Settings) -> bool:
+    """True when every rule of ``settings`` is one of the bundled rules (a class defined under
+    :mod:`hp_invariants.rules`): their findings are a function of the file, its settings and the
+    project facts they read, and the cache's version tag covers their code. A rule wrapped by a front
+    end (the history features' proxies, whose findings also depend on git and on pin files) or added
+    by a plugin is not: such files are always checked afresh."""
+    return all(type(rule).__module__.startswith("hp_invariants.rules.") for rule in settings.rules)
+
+
+CACHEABLE_PROBLEMS = frozenset({"E0001"})
+"""Problems that depend only on a file's bytes (syntax and decoding errors) are cached; a rule error
+(F0002) or a timeout (F0003) is computed again."""
+
+
+class ResultsCache:
+    """Per-file results of earlier runs, one JSON file per project root in the project's cache folder
+    (``results-<hash>.json``), as ruff keeps one.
+
+    An entry is used only when the file's bytes (content digest), its resolved settings
+    (``Settings.key``) and the project facts its findings read are unchanged: for each facts kind the
+    check read, either the project's fingerprint (every file's content) is the one recorded, or the
+    facts kind's :meth:`~hp_invariants.project.ProjectFacts.still_valid` replays what the file's check
+    read and gets the same answers. Anything else, or any malformed entry, is a miss (the file is
+    checked again). Only :meth:`Session.check_bytes` reads it; ``fix`` never does.
+    """
+
+    def __init__(self, project: Project):
+        self.project = project
+        self._loaded: dict[Path, dict] = {}
+        self._fresh: dict[Path, dict[str, Any]] = {}
+        self.stats = {"hits": 0, "misses": 0}
+
+    def file_of(self, root: Path) -> str:
+        """The results file of the project ``root``."""
+        from hp_invariants.project import root_digest  # noqa: PLC0415
+
+        return os.path.join(self.project.cache_folder(root), f"results-{root_digest(root, 'results')}.json")
+
+    def entries(self, root: Path) -> dict:
+        """The stored entries of ``root`` (loaded once)."""
+        found = self._loaded.get(root)
+        if found is None:
+            from hp_invariants.project import cache_tag, read_json  # noqa: PLC0415
+
+            data = read_json(self.file_of(root), cache_tag(), root) or {}
+            files = data.get("files")
+            found = self._loaded[root] = files if isinstance(files, dict) else {}
+        return found
+
+    @staticmethod
+    def key(digest: bytes, settings: Settings, with_project: bool) -> str:
+        """The key of a file's entry: its content digest, its settings, whether project facts exist."""
+        import hashlib  # noqa: PLC0415
+
+        text = repr((digest.hex(), settings.key, with_project))
+        return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+
+    def lookup(self, path: str, digest: bytes, settings: Settings) -> FileResult | None:
+        """The cached :class:`FileResult` of ``path`` or ``None`` (a miss)."""
+        root = self.project.root_of(path)
+        rel = _rel(path, root)
+        entry = self.entries(root).get(rel)
+        if not isinstance(entry, dict) or entry.get("key") != self.key(digest, settings, True):
+            self.stats["misses"] += 1
+            return None
+        try:
+            if not self._deps_valid(path, digest, settings, entry.get("deps")):
+                self.stats["misses"] += 1
+                return None
+            result = FileResult(path=path, findings=[_finding_from(path, f) for f in entry["findings"]],
+                                problems=[_problem_from(path, p) for p in entry["problems"]])
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            self.stats["misses"] += 1
+            return None
+        self.stats["hits"] += 1
+        return result
+
+    def _deps_valid(self, path: str, digest: bytes, settings: Settings, deps: Any) -> bool:
+        if not isinstance(deps, dict):
+            return False
+        facts_by_key = {r.project_facts.key: r.project_facts for r in settings.rules if r.project_facts is not None}
+        for key, dep in deps.items():
+            facts = facts_by_key.get(key)
+            if facts is None or not isinstance(dep, dict):
+                return False
+            if dep.get("fp") == self.project.fingerprint(path, [facts]):
+                continue
+            if not facts.still_valid(self.project.data(facts, path), path, digest, dep.get("rec")):
+                return False
+        return True
+
+    def make_entry(self, path: str, digest: bytes, settings: Settings, result: FileResult,
+                   tracking: _TrackingProject | None) -> dict | None:
+        """The entry to store for ``result`` (``None``: not cacheable)."""
+        if any(p.problem_id not in CACHEABLE_PROBLEMS for p in result.problems):
+            return None
+        deps: dict[str, Any] = {}
+        for key, (facts, tracker, _view) in (tracking.used.items() if tracking else ()):
+            deps[key] = {"fp": self.project.fingerprint(path, [facts]), "rec": facts.dependencies(tracker, path)}
+        try:
+            findings = [_finding_to(f) for f in result.findings]
+        except TypeError:
+            return None
+        return {"key": self.key(digest, settings, True), "deps": deps, "findings": findings,
+                "problems": [[p.problem_id, p.symbol, p.line, p.col, p.message, p.hint] for p in result.problems]}
+
+    def store(self, path: str, entry: dict) -> None:
+        """Remember ``entry`` for ``path`` (written by :meth:`save`)."""
+        root = self.project.root_of(path)
+        self._fresh.setdefault(root, {})[_rel(path, root)] = entry
+
+    def save(self) -> None:
+        """Write the stored entries of each root (merged with the old ones of files that still exist)."""
+        from hp_invariants.project import cache_tag, write_json  # noqa: PLC0415
+
+        for root, fresh in self._fresh.items():
+            old = self.entries(root)
+            if all(old.get(rel) == entry for rel, entry in fresh.items()):
+                continue
+            merged = {rel: e for rel, e in old.items() if rel not in fresh and os.path.exists(os.path.join(root, rel))}
+            merged.update(fresh)
+            write_json(self.file_of(root), cache_tag(), root, {"files": merged})
+            self._loaded[root] = merged
+        self._fresh.clear()
+
+
+def _rel(path: str, root: Path) -> str:
+    return os.path.relpath(os.path.abspath(path), root)
+
+
+_ARG_TYPES = (str, int, float, bool, type(None))
+
+
+def _finding_to(f: Finding) -> list:
+    if not all(type(a) in _ARG_TYPES for a in f.args):
+        raise TypeError("finding arguments are not plain data")
+    fix = None
+    if f.fix is not None:
+        fix = [[[list(e.start), list(e.end), e.content] for e in f.fix.edits], f.fix.applicability.value, f.fix.message]
+    return [f.rule_id, f.symbol, f.line, f.col, f.end_line, f.end_col, f.message, f.confidence.value, fix,
+            list(f.args), f.obj]
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise TypeError("int expected")
+    return value
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise TypeError("str expected")
+    return value
+
+
+def _finding_from(path: str, data: Any) -> Finding:
+    from hp_invariants.model import Applicability, Edit, Fix  # noqa: PLC0415
+
+    rule_id, symbol, line, col, end_line, end_col, message, confidence, fix, args, obj = data
+    made_fix = None
+    if fix is not None:
+        edits, applicability, fix_message = fix
+        made_fix = Fix(tuple(Edit((_int(s[0]), _int(s[1])), (_int(e[0]), _int(e[1])), _text(c)) for s, e, c in edits),
+                       Applicability(applicability), _text(fix_message))
+    if type(args) is not list or not all(type(a) in _ARG_TYPES for a in args):
+        raise TypeError("bad arguments")
+    return Finding(rule_id=_text(rule_id), symbol=_text(symbol), path=path, line=_int(line), col=_int(col),
+                   end_line=_int(end_line), end_col=_int(end_col), message=_text(message),
+                   confidence=Confidence(confidence), fix=made_fix, args=tuple(args), obj=_text(obj))
+
+
+def _problem_from(path: str, data: Any) -> FileProblem:
+    problem_id, symbol, line, col, message, hint = data
+    if problem_id not in CACHEABLE_PROBLEMS:
+        raise ValueError("not a cacheable problem")
+    return FileProblem(_text(problem_id), _text(symbol), path, _int(line), _int(col), _text(message), _text(hint))

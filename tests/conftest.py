@@ -1,15 +1,20 @@
 """Suite-wide test set-up: nothing a test run writes may land outside temporary folders.
 
-Hypothesis keeps its example database and a cache of source constants under its home folder
-(default ``./.hypothesis`` in the working directory): for the whole run it is a temporary folder,
-removed at the end. (A failure still prints hypothesis' reproduction blob.)
+* Hypothesis keeps its example database and a cache of source constants under its home folder
+  (default ``./.hypothesis`` in the working directory): for the whole run it is a temporary folder,
+  removed at the end. (A failure still prints hypothesis' reproduction blob.)
+* Every test run gets its own hp-invariants cache folder: ``HP_INVARIANTS_CACHE_DIR`` points to a
+  temporary folder for the whole session (subprocesses inherit it), so no test ever reads or writes
+  the real ``~/.cache/hp-invariants``.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import configuration
 
 _HOME: list[str] = []
@@ -26,3 +31,16 @@ def pytest_unconfigure(config) -> None:
     configuration.set_hypothesis_home_dir(None)
     for home in _HOME:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    """Point the hp-invariants cache at a temporary folder for the whole session."""
+    folder = tmp_path_factory.mktemp("hp-invariants-cache")
+    old = os.environ.get("HP_INVARIANTS_CACHE_DIR")
+    os.environ["HP_INVARIANTS_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("HP_INVARIANTS_CACHE_DIR", None)
+    else:
+        os.environ["HP_INVARIANTS_CACHE_DIR"] = old

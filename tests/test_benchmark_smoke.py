@@ -43,7 +43,7 @@ def test_quick_benchmark_writes_the_table(tmp_path: Path) -> None:
          "--corpus", f"examples={REPO / 'examples'}", "--corpus", f"five={corpus}",
          "--corpus", "hyper-parallel",
          "--pylint-on", "five", "--skip", "baseline", "--precommit-on", "five",
-         "--semgrep", "", "--output", str(output), "--notes", str(tmp_path / "none.md")],
+         "--single-in", "five", "--semgrep", "", "--output", str(output), "--notes", str(tmp_path / "none.md")],
         capture_output=True, text=True, timeout=600, cwd=REPO,
         env={**__import__("os").environ, "HP_BENCH_HP": str(env_missing)},
     )
@@ -56,7 +56,7 @@ def test_quick_benchmark_writes_the_table(tmp_path: Path) -> None:
     assert "Quick mode" in text
     rows = _table_rows(text, "| corpus | command |")
     by_key = {(cells[0], cells[1]): cells for cells in rows}
-    expected = ["ast.parse floor"] + [
+    expected = ["ast.parse floor", "hp-invariants check -j1 (index-only cache)"] + [
         f"hp-invariants check -j{j} ({cache} cache)" for j in (1, 2) for cache in ("cold", "warm")]
     for name in ("examples", "five"):
         for label in expected:
@@ -77,6 +77,8 @@ def test_quick_benchmark_writes_the_table(tmp_path: Path) -> None:
     # The pre-commit rows, with the whole-project floor they are compared with.
     assert ("five", "pre-commit: check 5 files (cold cache)") in by_key
     assert ("five", "pre-commit: check 5 files (warm cache)") in by_key
+    assert ("five", "one file inside a copy of the package (cold cache)") in by_key
+    assert ("five", "one file inside a copy of the package (warm cache)") in by_key
     assert ("five", "floor of the whole-project index (5 files)") in by_key
     # The headline and goal tables exist, and the versions are recorded.
     headline = _table_rows(text, "| corpus | files | check / floor")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import pickle
+import json
 import subprocess
 import sys
 import textwrap
@@ -193,9 +193,10 @@ def test_cache_warm_run_reads_and_detects_changes(tmp_path, monkeypatch):
     root = _project(tmp_path / "proj", {"a.py": "class A:\n    pass\n", "b.py": "class B:\n    pass\n"})
     cache = tmp_path / "cache"
     cold = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
-    assert cold.stats == {"parsed": 2, "cached": 0, "failed": 0}
-    files = list(cache.iterdir())
-    assert len(files) == 1 and not files[0].name.startswith(".")  # written atomically, no temp left
+    assert (cold.stats["parsed"], cold.stats["cached"], cold.stats["failed"]) == (2, 0, 0)
+    names = sorted(p.name for p in cache.iterdir())
+    assert [n for n in names if n.startswith(".tmp")] == []  # written atomically, no temp left
+    assert sum(n.startswith("project-") for n in names) == 2  # the manifest and the summaries
     calls = []
     monkeypatch.setattr(project_module, "summarize_file", lambda *a: calls.append(a))
     warm = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
@@ -215,13 +216,13 @@ def test_corrupt_or_old_cache_is_rebuilt(tmp_path, monkeypatch):
     root = _project(tmp_path / "proj", {"a.py": "class A:\n    pass\n"})
     cache = tmp_path / "cache"
     ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
-    (cache_file,) = cache.iterdir()
-    cache_file.write_bytes(b"not a pickle")
+    for cache_file in cache.glob("project-*.json"):
+        cache_file.write_bytes(b"not json")
     assert ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True).stats["parsed"] == 1
     monkeypatch.setattr(ClassIndexFacts, "version", ClassIndexFacts.version + 100)
     assert ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True).stats["parsed"] == 1
-    with open(cache_file, "rb") as handle:
-        assert f"class-index:{ClassIndexFacts.version}/" in pickle.load(handle)["tag"]
+    for cache_file in cache.glob("project-*.json"):
+        assert f"class-index:{ClassIndexFacts.version}/" in json.loads(cache_file.read_text())["tag"]
 
 
 def test_default_cache_dir(monkeypatch):

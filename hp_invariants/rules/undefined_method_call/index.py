@@ -1233,3 +1233,279 @@ class ClassIndexFacts(ProjectFacts):
     def build(self, root: Path, paths: list[str], summaries: list[FileSummary], digests: list[bytes]) -> "ClassIndex":
         """Return the :class:`ClassIndex` of the project ``root``."""
         return ClassIndex(root, paths, summaries, digests)
+
+    # ------------------------------------------------------------------ the on-disk cache
+    def encode(self, summary: FileSummary) -> list:
+        """Return ``summary`` as plain JSON data: its fields in order (see :func:`_encode_value`)."""
+        return _encode_fields(summary)
+
+    def decode(self, data: object) -> FileSummary:
+        """Return the :class:`FileSummary` that :meth:`encode` turned into ``data``; raises
+        ``TypeError``/``ValueError`` for anything else (a cache file is untrusted input)."""
+        return _decode_fields(FileSummary, data)
+
+    # ------------------------------------------------------------------ the results cache
+    def track(self, data: "ClassIndex") -> tuple["_TrackedIndex", "_Questions"]:
+        """Return a view of the index that records every question E9503 asks of it."""
+        questions = _Questions()
+        return _TrackedIndex(data, questions), questions
+
+    def dependencies(self, tracker: "_Questions", path: str) -> dict | None:
+        """The questions the check of ``path`` asked, and a digest of the answers; ``None`` when the
+        file was not in the index (its summary then came from the tree: the answers cannot be replayed
+        without parsing it)."""
+        view = tracker.view
+        if view is None:
+            return {"q": [], "a": _answers_digest([])}
+        if tracker.overlaid:
+            return None
+        asked = list(dict.fromkeys(tracker.asked))
+        questions = [_normal(view, q, question=True) for q in asked]
+        return {"q": questions, "a": _answers_digest(_answers(view, asked))}
+
+    def still_valid(self, data: "ClassIndex", path: str, digest: bytes, record: object) -> bool:
+        """Replay the recorded questions on the index ``data``: True when the file is indexed with the
+        same content and every answer is the same as when its findings were computed."""
+        if not isinstance(record, dict) or not isinstance(record.get("q"), list) or not isinstance(record.get("a"), str):
+            return False
+        i = data.file_index(path)
+        if i is None or data.digests[i] != digest:
+            return False
+        try:
+            asked = [_denormal(data, q) for q in record["q"]]
+            if any(type(q) is not tuple or not q or q[0] not in _TRACKED or _MISSING in q for q in asked):
+                return False
+        except (KeyError, TypeError, ValueError, IndexError):
+            return False
+        try:
+            return _answers_digest(_answers(data, asked)) == record["a"]
+        except Exception:  # noqa: BLE001 - a malformed record: re-check the file
+            return False
+
+
+# ---------------------------------------------------------------------- plain-data form of summaries
+_SCALARS = {"str": str, "int": int, "bool": bool}
+
+
+def _encode_value(value: object, kind: str) -> object:
+    if kind in _SCALARS:
+        if type(value) is not _SCALARS[kind]:
+            raise TypeError(f"{kind} expected, got {type(value).__name__}")
+        return value
+    if kind in ("frozenset[str]", "tuple[str, ...]"):
+        return [_encode_value(v, "str") for v in value]  # type: ignore[attr-defined]
+    if kind == "dict[str, str]":
+        return {_encode_value(k, "str"): _encode_value(v, "str") for k, v in value.items()}  # type: ignore[attr-defined]
+    if kind == "tuple[tuple[str, str], ...]":
+        return [[_encode_value(a, "str"), _encode_value(b, "str")] for a, b in value]  # type: ignore[attr-defined]
+    if kind == "tuple[ClassSummary, ...]":
+        return [_encode_fields(v) for v in value]  # type: ignore[attr-defined]
+    raise TypeError(f"no plain-data form for a {kind} field")
+
+
+def _field_kinds(cls: type) -> dict[str, str]:
+    """``field -> annotation text`` of a summary NamedTuple (annotations may be ``ForwardRef``s)."""
+    return {name: getattr(kind, "__forward_arg__", kind) for name, kind in cls.__annotations__.items()}
+
+
+def _encode_fields(summary: tuple) -> list:
+    kinds = _FIELD_KINDS.get(type(summary)) or _field_kinds(type(summary))
+    return [_encode_value(getattr(summary, name), kinds[name]) for name in type(summary)._fields]  # type: ignore[attr-defined]
+
+
+def _str(value: object) -> str:
+    if type(value) is not str:
+        raise TypeError("str expected")
+    return sys.intern(value)
+
+
+def _list(value: object) -> list:
+    if type(value) is not list:
+        raise TypeError("list expected")
+    return value
+
+
+def _decode_fields(cls: type, data: object) -> tuple:
+    """Decode one summary NamedTuple (see :func:`_decoder`)."""
+    return _decoder(cls)(data)
+
+
+def _decoder(cls: type):
+    """A fast, validating decoder of ``cls`` from its :func:`_encode_fields` form: one converter per
+    field, chosen once from the field's annotation. ``sys.intern`` rejects anything but ``str`` and
+    ``type(...) is list`` checks every container, so malformed data raises ``TypeError``/``ValueError``."""
+    found = _DECODERS.get(cls)
+    if found is not None:
+        return found
+    intern = sys.intern
+    fields = cls._fields  # type: ignore[attr-defined]
+    kinds = _FIELD_KINDS.get(cls) or _field_kinds(cls)
+
+    def strings(value: object) -> list:
+        if type(value) is not list:
+            raise TypeError("list expected")
+        return list(map(intern, value))
+
+    def scalar(kind: type):
+        def convert(value: object) -> object:
+            if type(value) is not kind:
+                raise TypeError(f"{kind.__name__} expected")
+            return value
+        return convert
+
+    def mapping(value: object) -> dict:
+        if type(value) is not dict:
+            raise TypeError("dict expected")
+        return {intern(k): intern(v) for k, v in value.items()}
+
+    def pairs(value: object) -> tuple:
+        if type(value) is not list:
+            raise TypeError("list expected")
+        out = []
+        for pair in value:
+            if type(pair) is not list or len(pair) != 2:
+                raise ValueError("pair expected")
+            out.append((intern(pair[0]), intern(pair[1])))
+        return tuple(out)
+
+    def classes(value: object) -> tuple:
+        if type(value) is not list:
+            raise TypeError("list expected")
+        decode = _decoder(ClassSummary)
+        return tuple(map(decode, value))
+
+    table = {"str": intern, "int": scalar(int), "bool": scalar(bool),
+             "frozenset[str]": lambda v: frozenset(strings(v)), "tuple[str, ...]": lambda v: tuple(strings(v)),
+             "dict[str, str]": mapping, "tuple[tuple[str, str], ...]": pairs, "tuple[ClassSummary, ...]": classes}
+    try:
+        converters = tuple(table[kinds[name]] for name in fields)
+    except KeyError as exc:
+        raise TypeError(f"no plain-data form for a {exc.args[0]} field") from None
+    count = len(fields)
+    make = cls._make  # type: ignore[attr-defined]
+
+    def decode(data: object) -> tuple:
+        if type(data) is not list or len(data) != count:
+            raise ValueError(f"{cls.__name__}: {count} fields expected")
+        return make([convert(v) for convert, v in zip(converters, data)])
+
+    _DECODERS[cls] = decode
+    return decode
+
+
+_DECODERS: dict[type, object] = {}
+
+
+# ---------------------------------------------------------------------- what a file's findings depend on
+_TRACKED = ("resolve", "summary", "hierarchy", "class_name", "constructed", "patched_members",
+            "decorator_adds", "subclasses", "possible_subclasses")
+"""The :class:`ClassIndex` questions E9503 asks while checking a file: its findings are a function of
+the file's tree, its options and these answers (plus the bundled catalog, which the cache's version
+tag covers)."""
+
+
+class _Questions:
+    """What one file's check asked of the index: ``asked`` (method name, arguments) in order; ``view``:
+    the view that answered; ``overlaid``: the file's summary was not the indexed one."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple] = []
+        self.view: ClassIndex | None = None
+        self.overlaid = False
+
+
+class _TrackedIndex:
+    """A :class:`ClassIndex` that records the questions asked of it (see
+    :meth:`ClassIndexFacts.track`); everything else is the index's own."""
+
+    def __init__(self, index: ClassIndex, questions: _Questions):
+        self._index = index
+        self._questions = questions
+
+    def __getattr__(self, name: str):
+        value = getattr(self._index, name)
+        if name in _TRACKED:
+            questions = self._questions
+            index = self._index
+
+            def asked(*args):
+                questions.asked.append((name, *args))
+                questions.view = index
+                return value(*args)
+
+            return asked
+        return value
+
+    def overlay(self, path: str, summary: FileSummary) -> "_TrackedIndex":
+        """:meth:`ClassIndex.overlay`, tracked (a summary other than the indexed one is noted)."""
+        view = self._index.overlay(path, summary)
+        if view is not self._index:
+            self._questions.overlaid = True
+        self._questions.view = view
+        return _TrackedIndex(view, self._questions)
+
+
+def _normal(view: ClassIndex, value: object, question: bool = False) -> object:
+    """``value`` (a question or an answer) as plain data without file numbers: a class key becomes
+    ``["k", path, qualname]``, in a question an int (the ``from_file`` arguments) ``["f", path]``;
+    sets and lists are sorted, tuples keep their order."""
+    kind = type(value)
+    if value is None or kind is str or kind is bool:
+        return value
+    if kind is int:
+        return ["f", view.paths[value]] if question else value  # type: ignore[index]
+    if kind is tuple and len(value) == 2 and type(value[0]) is int and type(value[1]) is str:  # type: ignore[arg-type]
+        return ["k", view.paths[value[0]], value[1]]  # type: ignore[index]
+    if isinstance(value, CatalogEntry):
+        return ["c", value.qualname]
+    if isinstance(value, Hierarchy):
+        memo = _HIER_MEMO.get(id(value))
+        if memo is None or memo[0] is not value:
+            memo = _HIER_MEMO[id(value)] = (value, [_normal(view, getattr(value, f)) for f in _HIER_FIELDS])
+        return memo[1]
+    if isinstance(value, (set, frozenset, list)):
+        if all(type(v) is str for v in value):
+            return sorted(value)
+        return sorted((_normal(view, v) for v in value), key=repr)
+    if isinstance(value, tuple):
+        return [_normal(view, v, question) for v in value]
+    raise TypeError(f"cannot record a {kind.__name__}")
+
+
+_MISSING = "\0missing"
+"""What :func:`_denormal` gives for a file that is not indexed any more."""
+
+
+_HIER_FIELDS = tuple(Hierarchy.__dataclass_fields__)
+_HIER_MEMO: dict[int, tuple] = {}
+"""Normal forms of the :class:`Hierarchy` objects met (they are memoized by the index, so the same
+object answers the questions of many files); the object is kept to make its id unambiguous."""
+
+
+def _denormal(view: ClassIndex, value: object) -> object:
+    """Inverse of :func:`_normal` for questions; :data:`_MISSING` for a file not indexed."""
+    if isinstance(value, list):
+        if value and value[0] == "f" and len(value) == 2:
+            i = view.file_index(_str(value[1]))
+            return _MISSING if i is None else i
+        if value and value[0] == "k" and len(value) == 3:
+            i = view.file_index(_str(value[1]))
+            return _MISSING if i is None else (i, _str(value[2]))
+        return tuple(_denormal(view, v) for v in value)
+    if value is None or type(value) is str:
+        return value
+    raise TypeError("malformed question")
+
+
+def _answers(view: ClassIndex, asked: list) -> list:
+    return [_normal(view, getattr(view, q[0])(*q[1:])) for q in asked]
+
+
+def _answers_digest(answers: list) -> str:
+    import hashlib  # noqa: PLC0415
+
+    return hashlib.blake2b(json.dumps(answers, separators=(",", ":")).encode("utf-8", "surrogatepass"),
+                           digest_size=16).hexdigest()
+
+
+_FIELD_KINDS = {cls: _field_kinds(cls) for cls in (FileSummary, ClassSummary)}

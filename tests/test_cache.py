@@ -1,0 +1,379 @@
+"""The on-disk caches (issue #12): plain data that cannot run code, content-validated, atomic, in a
+documented place; the per-file results cache and its invalidation across files; the bounded walk."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hp_invariants import engine
+from hp_invariants import project as project_module
+from hp_invariants.cli import main
+from hp_invariants.config import Overrides, Resolver
+from hp_invariants.registry import RULES
+from hp_invariants.rules.undefined_method_call.index import ClassIndexFacts
+
+BASE = """\
+class Base:
+    def step(self):
+        return 1
+"""
+
+CHILD = """\
+from pkg.base import Base
+
+
+class Child(Base):
+    def forward(self):
+        return self.step()
+
+
+def make():
+    return Child()
+"""
+
+
+def _tree(root: Path, files: dict[str, str], marker: bool = True) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    if marker:
+        (root / "pyproject.toml").write_text("")
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def _project(tmp_path: Path) -> Path:
+    return _tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/base.py": BASE, "pkg/child.py": CHILD,
+                                     "pkg/other.py": "def helper():\n    return 2\n"})
+
+
+def _check(root: Path, cache: Path, *extra: str) -> tuple[int, list[dict]]:
+    """``check --format json`` in-process with ``cache`` as cache folder."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["check", "--format", "json", "--cache-dir", str(cache), *extra, str(root)])
+    return code, json.loads(out.getvalue())["findings"]
+
+
+def _session(cache: Path) -> engine.Session:
+    return engine.default_session(Resolver(RULES, Overrides(cache_dir=str(cache))), cache_dir=str(cache))
+
+
+def _same_length_edit(path: Path, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` (same length) and put the mtime back, as ``cp -p``/``rsync -a`` do."""
+    assert len(old) == len(new)
+    st = path.stat()
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_mtime_ns == st.st_mtime_ns and path.stat().st_size == st.st_size
+
+
+# ---------------------------------------------------------------------- the test suite's own cache
+def test_suite_never_uses_the_real_cache():
+    folder = os.environ.get("HP_INVARIANTS_CACHE_DIR", "")
+    assert folder and not folder.startswith(os.path.join(os.path.expanduser("~"), ".cache"))
+    assert project_module.default_cache_dir() == os.path.abspath(folder)
+
+
+# ---------------------------------------------------------------------- loading never runs code
+class _Boom:
+    def __reduce__(self):
+        return (os.system, (f"touch {_Boom.marker}",))
+
+
+def test_planted_pickle_cache_runs_nothing_and_is_rebuilt(tmp_path):
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    assert _check(root, cache) == (0, [])
+    marker = tmp_path / "pwned"
+    _Boom.marker = marker
+    payload = pickle.dumps(_Boom())
+    planted = list(cache.glob("*.json"))
+    assert planted
+    for path in planted:  # every cache file replaced by a pickle that would run a command
+        path.write_bytes(payload)
+    (cache / f"class-index-{'0' * 20}.pickle").write_bytes(payload)  # the old format's name
+    _same_length_edit(root / "pkg" / "base.py", "def step", "def stop")
+    code, findings = _check(root, cache)
+    assert not marker.exists()
+    assert code == 1 and [f["message"].split(":")[0] for f in findings] == ["'Child' object has no attribute 'step'"]
+    # rebuilt as JSON
+    for path in planted:
+        assert json.loads(path.read_text())["format"] == project_module.CACHE_FORMAT
+
+
+def test_crafted_json_cache_is_ignored(tmp_path):
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    assert _check(root, cache) == (0, [])
+    for path in cache.glob("*.json"):
+        data = json.loads(path.read_text())
+        if path.name.endswith(".summaries.json"):  # right tag and root, wrong shapes inside
+            data["data"] = {rel: [entry[0], entry[1], {"class-index": [1, [2], {"x": 3}]}]
+                            for rel, entry in data["data"].items()}
+        elif path.name.startswith("results-"):  # entries that claim to be current but hold garbage
+            for entry in data["data"]["files"].values():
+                entry["findings"] = [["E9503", "x", "not a line"]]
+                entry["deps"] = {"class-index": {"fp": "0" * 32, "rec": {"q": [["__init__", 1]], "a": "0"}}}
+        else:
+            data["data"]["entries"] = {rel: ["a", 1] for rel in data["data"]["entries"]}
+        path.write_text(json.dumps(data))
+    _same_length_edit(root / "pkg" / "base.py", "def step", "def stop")
+    code, findings = _check(root, cache)
+    assert code == 1 and len(findings) == 1 and "'step'" in findings[0]["message"]
+
+
+def test_decode_rejects_malformed_summaries():
+    facts = ClassIndexFacts()
+    import ast
+
+    summary = facts.summarize(ast.parse(CHILD), "/p/pkg/child.py")
+    encoded = json.loads(json.dumps(facts.encode(summary)))
+    assert facts.decode(encoded) == summary
+    for bad in (None, "x", [], encoded[:-1], [1, *encoded[1:]], [*encoded[:4], [[1]], *encoded[5:]],
+                [*encoded[:2], {"a": 1}, *encoded[3:]], [*encoded[:5], "abc", *encoded[6:]]):
+        with pytest.raises((TypeError, ValueError)):
+            facts.decode(bad)
+
+
+# ---------------------------------------------------------------------- validation by content
+def test_same_length_edit_with_preserved_mtime_is_seen(tmp_path, monkeypatch):
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    assert _check(root, cache) == (0, [])
+    # trust every unchanged stat key, however recent: only the ctime can reveal the edit
+    monkeypatch.setattr(project_module, "RACY_WINDOW_NS", -10**18)
+    _same_length_edit(root / "pkg" / "base.py", "def step", "def stop")
+    code, findings = _check(root, cache)
+    assert code == 1 and len(findings) == 1
+    _same_length_edit(root / "pkg" / "base.py", "def stop", "def step")
+    assert _check(root, cache) == (0, [])
+
+
+def test_copy_with_preserved_times_is_seen(tmp_path):
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    assert _check(root, cache) == (0, [])
+    other = tmp_path / "base_edited.py"
+    other.write_text(BASE.replace("def step", "def stop"))
+    st = (root / "pkg" / "base.py").stat()
+    os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
+    subprocess.run(["cp", "-p", str(other), str(root / "pkg" / "base.py")], check=True)
+    code, findings = _check(root, cache)
+    assert code == 1 and len(findings) == 1
+
+
+def test_stat_trusted_files_are_not_read(tmp_path, monkeypatch):
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    project = project_module.Project(cache_dir=str(cache))
+    project.data_for_root(ClassIndexFacts(), root)
+    monkeypatch.setattr(project_module, "RACY_WINDOW_NS", -10**18)
+    again = project_module.Project(cache_dir=str(cache))
+    again.data_for_root(ClassIndexFacts(), root)
+    assert again.stats["hashed"] == 0 and again.stats["parsed"] == 0
+
+
+# ---------------------------------------------------------------------- location, clear, .gitignore
+def test_cache_dir_and_clear(tmp_path, capsys, monkeypatch):
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    env_dir = tmp_path / "env-cache"
+    monkeypatch.setenv("HP_INVARIANTS_CACHE_DIR", str(env_dir))
+    assert main(["cache", "dir"]) == 0
+    assert capsys.readouterr().out.strip() == str(env_dir)
+    assert main(["cache", "dir", "--cache-dir", "here"]) == 0
+    assert capsys.readouterr().out.strip() == str(root / "here")
+    (root / "pyproject.toml").write_text('[tool.hp-invariants]\ncache-dir = ".hp-cache"\n')
+    assert main(["cache", "dir"]) == 0
+    assert capsys.readouterr().out.strip() == str(root / ".hp-cache")
+    assert main(["check", str(root)]) == 0
+    capsys.readouterr()
+    folder = root / ".hp-cache"
+    assert any(folder.glob("project-*.json"))
+    engine.run_check(_session(folder), [str(root)])  # the results cache (the CLI wraps E9503: see below)
+    assert any(folder.glob("results-*.json"))
+    (folder / "keep.txt").write_text("not ours")
+    (folder / "project-0123456789abcdef0123.pickle").write_bytes(b"old format: removed, never read")
+    assert main(["cache", "clear"]) == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"]  # only our files go
+    (folder / "keep.txt").unlink()
+    assert main(["cache", "clear"]) == 0
+    assert not folder.exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_cache_inside_a_repository_ignores_itself(tmp_path):
+    root = _project(tmp_path)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    assert _check(root, root / ".hp-cache") == (0, [])
+    assert (root / ".hp-cache" / ".gitignore").read_text().splitlines()[-1] == "*"
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    assert ".hp-cache" not in status and "pkg/base.py" in status
+
+
+def test_write_is_atomic_and_unwritable_folder_only_costs_speed(tmp_path):
+    root = _project(tmp_path)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert _check(root, blocker / "cache") == (0, [])  # cannot create the folder: no cache, same answer
+    cache = tmp_path / "cache"
+    _check(root, cache)
+    assert [p.name for p in cache.iterdir() if p.name.startswith(".tmp")] == []
+
+
+# ---------------------------------------------------------------------- the per-file results cache
+def test_results_cache_base_edit_in_another_file(tmp_path):
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    child = str(root / "pkg" / "child.py")
+
+    def run():
+        session = _session(cache)
+        result = engine.run_check(session, [str(root)])
+        return [f.path for f in result.findings], session.results.stats
+
+    assert run() == ([], {"hits": 0, "misses": 4})
+    assert run() == ([], {"hits": 4, "misses": 0})
+    # the base class loses the method: the subclass's file is re-checked and the finding appears
+    (root / "pkg" / "base.py").write_text(BASE.replace("def step", "def stop"))
+    findings, stats = run()
+    assert findings == [child] and stats == {"hits": 2, "misses": 2}  # base.py (bytes) and child.py (deps)
+    assert run() == ([child], {"hits": 4, "misses": 0})
+    # an unrelated edit: every other file's results are still valid
+    (root / "pkg" / "other.py").write_text("def helper():\n    return 3\n")
+    assert run() == ([child], {"hits": 3, "misses": 1})
+    # the method comes back: the finding disappears
+    (root / "pkg" / "base.py").write_text(BASE)
+    findings, stats = run()
+    assert findings == [] and stats == {"hits": 2, "misses": 2}
+
+
+def test_results_cache_sees_a_new_subclass_that_defines_the_method(tmp_path):
+    root = _tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/mixin.py": """\
+        class LoaderMixin:
+            def load(self):
+                return self.read_all()
+        """})
+    cache = tmp_path / "cache"
+    code, findings = _check(root, cache)
+    assert code == 0  # no subclass at all: combined outside the project
+    (root / "pkg" / "impl.py").write_text(textwrap.dedent("""\
+        from pkg.mixin import LoaderMixin
+
+
+        class Impl(LoaderMixin):
+            pass
+
+
+        x = Impl()
+        """))
+    code, findings = _check(root, cache)
+    assert code == 1 and [f["path"] for f in findings] == [str(root / "pkg" / "mixin.py")]
+
+
+def test_results_cache_keys_on_settings(tmp_path):
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    (root / "pkg" / "base.py").write_text(BASE.replace("def step", "def stop"))
+    assert _check(root, cache)[0] == 1
+    assert _check(root, cache, "--ignore", "E9503") == (0, [])
+    assert _check(root, cache)[0] == 1
+
+
+def test_fix_never_reuses_cached_results(tmp_path):
+    work = tmp_path / "proj"
+    _tree(work, {"m.py": """\
+        import torch
+
+
+        def f(p, t):
+            with torch.no_grad():
+                p._local_tensor = t.narrow(0, 0, 1)
+        """})
+    cache = tmp_path / "cache"
+    code, findings = _check(work, cache)
+    assert code == 1 and findings
+    assert main(["fix", "--cache-dir", str(cache), str(work)]) == 0
+    assert _check(work, cache) == (0, [])
+
+
+# ---------------------------------------------------------------------- a cold path that scales
+def test_index_honours_the_check_excludes(tmp_path):
+    root = _project(tmp_path)
+    (root / "pyproject.toml").write_text('[tool.hp-invariants]\nextend-exclude = ["vendored"]\n')
+    _tree(root, {"vendored/big.py": "class Vendored:\n    pass\n"}, marker=False)
+    session = _session(tmp_path / "cache")
+    engine.run_check(session, [str(root)])
+    index = session.project.data(ClassIndexFacts(), str(root / "pkg" / "base.py"))
+    assert not any("vendored" in p for p in index.paths)
+    assert any(p.endswith("base.py") for p in index.paths)
+
+
+def test_loose_script_does_not_index_the_tree_below(tmp_path, capsys):
+    top = _tree(tmp_path / "scratch", {"script.py": "class S:\n    def f(self):\n        return self.g()\n\n\nS()\n",
+                                       "helpers/__init__.py": "", "helpers/h.py": "class H:\n    pass\n",
+                                       "data/run1/gen.py": "class Gen:\n    pass\n",
+                                       "data/run2/gen.py": "class Gen2:\n    pass\n"}, marker=False)
+    project = project_module.Project(use_cache=False)
+    index = project.data(ClassIndexFacts(), str(top / "script.py"))
+    assert sorted(os.path.relpath(p, top) for p in index.paths) == ["helpers/__init__.py", "helpers/h.py", "script.py"]
+    assert main(["check", "--no-cache", str(top / "script.py")]) == 1
+    err = capsys.readouterr().err
+    assert "note:" in err and "were not indexed" in err and "add a pyproject.toml" in err
+
+
+def test_index_is_capped_with_a_note(tmp_path, monkeypatch):
+    root = _tree(tmp_path / "proj", {f"m{i}.py": f"class C{i}:\n    pass\n" for i in range(5)})
+    monkeypatch.setattr(project_module, "MAX_PROJECT_FILES", 3)
+    project = project_module.Project(use_cache=False)
+    index = project.data_for_root(ClassIndexFacts(), root)
+    assert len(index.paths) == 3
+    assert any("limited to 3 files; 2 more" in note for note in project.notes)
+
+
+def test_module_names_from_the_walk_match_module_name(tmp_path):
+    from hp_invariants.rules.undefined_method_call.index import module_name
+
+    root = _tree(tmp_path / "proj", {"a/__init__.py": "", "a/b/__init__.py": "", "a/b/c.py": "", "a/x/y.py": "",
+                                     "top.py": ""})
+    rels = [e[1] for e in project_module.project_entries(str(root))]
+    names = project_module.module_names(root, rels)
+    assert names == {rel: module_name(root / rel)[0] for rel in rels}
+
+
+def test_wrapped_or_plugin_rules_are_never_served_from_the_results_cache(tmp_path):
+    from hp_invariants.history.proxy import RuleProxy
+
+    root = _project(tmp_path)
+    (root / "pkg" / "base.py").write_text(BASE.replace("def step", "def stop"))
+    cache = tmp_path / "cache"
+    engine.run_check(_session(cache), [str(root)])  # fills the results cache
+    calls = []
+
+    def transform(findings, ctx):
+        calls.append(ctx.path)
+        return findings
+
+    session = _session(cache)
+    session.map_settings(lambda base: __import__("dataclasses").replace(
+        base, rules=tuple(RuleProxy(r, transform) for r in base.rules)))
+    result = engine.run_check(session, [str(root)])
+    assert len(result.findings) == 1 and calls  # the wrapped rules ran: nothing came from the cache
+    assert session.results.stats == {"hits": 0, "misses": 0}
