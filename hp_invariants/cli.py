@@ -148,8 +148,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     _fewer_gc_passes()
     session, jobs = _session(args)
     rules = list(RULES)
-    history_cli.prepare_check(args, session)  # restore-from-history for E9503
+    restore = history_cli.prepare_check(args, session)  # restore-from-history for E9503 findings
     result = engine.run_check(session, args.paths or ["."], jobs=jobs)
+    if restore is not None:
+        restore(result)
     findings, problems = result.findings, result.all_problems
     history = history_cli.after_check(args, session, result)  # None unless a history feature is on
     findings = history.findings if history else findings

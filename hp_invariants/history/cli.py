@@ -3,7 +3,7 @@
 * :func:`add_arguments`: ``check --baseline/--no-baseline/--fail-on-stale-baseline/--since/--pins``,
   ``fix --since/--pin/--pins``, and the subcommands ``baseline``, ``pin``, ``unpin``
   (:data:`COMMANDS`);
-* :func:`prepare_check`/:func:`map_rules`: E9503's restore-from-history inside the pipeline
+* :func:`prepare_check` (a pass over ``check``'s results) / :func:`map_rules` (``fix``): E9503's restore-from-history
   (check and every fix round);
 * :func:`after_check`: pins, fingerprints, ``--since`` and the baseline applied to a check's result;
 * :func:`fix_session`: ``fix --since`` (fix only what a change introduced) and ``fix --pin``;
@@ -21,6 +21,7 @@ import dataclasses
 import datetime
 import os
 import sys
+import types
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,9 +120,9 @@ def map_rules(session: Any, wrap: Callable[[Rule], Rule]) -> None:
     session.map_settings(lambda base: dataclasses.replace(base, rules=tuple(wrap(r) for r in base.rules)))
 
 
-def prepare_check(args: argparse.Namespace, session: Any) -> None:
-    """Wrap E9503 for restore-from-history (unless ``restore-from-history = false``); git is only
-    called when an E9503 finding occurs, in a git work tree."""
+def _wrap_restore(args: argparse.Namespace, session: Any) -> None:
+    """For ``fix``: wrap E9503 so that every fix round sees the restore-from-history fix (unless
+    ``restore-from-history = false``)."""
     from hp_invariants.history import restore
     from hp_invariants.history.proxy import RuleProxy
 
@@ -129,6 +130,35 @@ def prepare_check(args: argparse.Namespace, session: Any) -> None:
         return
     transform = restore.RestoreTransform((args.paths or ["."])[0])
     map_rules(session, lambda r: RuleProxy(r, transform) if r.symbol == restore.RULE_SYMBOL else r)
+
+
+def prepare_check(args: argparse.Namespace, session: Any) -> Callable[[Any], None] | None:
+    """Return the restore-from-history pass of ``check`` for E9503 findings (``None`` when
+    ``restore-from-history = false``): applied to the run's results after the pipeline, so the
+    pipeline's rules stay the bundled ones (and its results cache applies). git is only called when
+    an E9503 finding occurs, in a git work tree. (``fix`` wraps the rule instead: see :func:`fix_session`,
+    its fix loop needs the restore fix on every round.)"""
+    from hp_invariants.history import restore
+    from hp_invariants.source import SourceFile, read_source_bytes
+
+    if not _restore_enabled(_config(session, args)):
+        return None
+    transform = restore.RestoreTransform((args.paths or ["."])[0])
+
+    def post(result: Any) -> None:
+        for file_result in result.files:
+            mine = [f for f in file_result.findings if f.symbol == restore.RULE_SYMBOL]
+            if not mine:
+                continue
+            try:
+                source = SourceFile.from_bytes(file_result.path, read_source_bytes(file_result.path)[0])
+            except (OSError, ValueError):
+                continue
+            others = [f for f in file_result.findings if f.symbol != restore.RULE_SYMBOL]
+            shaped = transform(mine, types.SimpleNamespace(source=source, path=file_result.path))
+            file_result.findings = sorted(others + shaped, key=Finding.sort_key)
+
+    return post
 
 
 def _tree_checker(args: argparse.Namespace, resolver: Any, pin_list: Sequence[Any] = (),
@@ -509,7 +539,7 @@ def fix_session(args: argparse.Namespace, session: Any) -> FixSession:
     from hp_invariants.history.proxy import RuleProxy
 
     config = _config(session, args)
-    prepare_check(args, session)
+    _wrap_restore(args, session)
     if args.since:
         from hp_invariants.history import since
 
