@@ -170,7 +170,10 @@ Known limits (no message): a must-run step called through a callable alias or a 
 (`shard_fn = functools.partial(fully_shard, mesh=m)`, then `shard_fn(block)`; `fully_shard_fn=...`
 passed in); a class whose constructor always shards (`Wrapper(model)`); module-level constants
 (`USE_FSDP = WORLD_SIZE > 1`); an instance attribute stored from a bare gate name
-(`self.need = self.is_shard`); names are resolved by last name, not through imports, so two
+(`self.need = self.is_shard`); a wrap's degree-1 handling is looked for only in the `if`s up to
+its innermost gate (a dispatch around an inner `if ws > 1:` does not count) and in re-tests by
+`if` statements (not ternaries or `assert`s), whose quantity is compared by source text after
+local aliases (`self.world_size` and `self.env.world_size` differ); names are resolved by last name, not through imports, so two
 unrelated project functions of one name must both qualify. In the pylint plugin and the codemods,
 which build project facts on first use, a file that calls a project helper by name but no
 configured step passes the text prefilter only while no other project's facts have been built in
