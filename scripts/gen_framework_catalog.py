@@ -52,6 +52,9 @@ TORCH = [
     "torch.autograd.Function", "torch.autograd.function.FunctionCtx",
     "torch.optim.Optimizer", "torch.optim.lr_scheduler.LRScheduler",
     "torch.utils.data.Dataset", "torch.utils.data.IterableDataset",
+    # wrappers a training script rebinds a model to (model = DDP(model)): E9503 checks calls on them
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
 ]
 TRANSFORMERS = ["transformers.PreTrainedModel", "transformers.PretrainedConfig",
                 "transformers.GenerationMixin"]
@@ -222,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--mindspore-wheel", help="wheel to read mindspore.nn.Cell from when it cannot be imported")
+    parser.add_argument("--keep-unavailable", action="store_true",
+                        help="keep the entries (and recorded versions) of libraries that cannot be imported here "
+                             "from the existing --out file, instead of leaving them out")
     args = parser.parse_args(argv)
     catalog: dict = {"format": FORMAT, "generated_by": "scripts/gen_framework_catalog.py",
                      "libraries": {}, "unavailable": {}, "classes": {}}
@@ -231,6 +237,16 @@ def main(argv: list[str] | None = None) -> int:
     _add_library(catalog, "mindspore", ["mindspore.nn.Cell"], extra_mro=False)
     if "mindspore" in catalog["unavailable"] and args.mindspore_wheel:
         _mindspore_from_wheel(catalog, args.mindspore_wheel)
+    if args.keep_unavailable and Path(args.out).exists():
+        old = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        for library in list(catalog["unavailable"]):
+            if library not in old.get("libraries", {}):
+                continue
+            kept = {q: e for q, e in old["classes"].items() if e.get("library") == library}
+            catalog["classes"].update(kept)
+            catalog["libraries"][library] = old["libraries"][library]
+            del catalog["unavailable"][library]
+            print(f"{library}: kept {len(kept)} classes from {args.out}", file=sys.stderr)
     catalog["classes"] = dict(sorted(catalog["classes"].items()))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(catalog, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -278,3 +278,93 @@ def test_child_attribute_not_precise(tmp_path, shape):
         A()
         """})
     assert _check(root / "m.py").findings == []
+
+
+def test_summary_records_uses_and_foreign_stores_as_plain_data(tmp_path):
+    tree = __import__("ast").parse(textwrap.dedent("""\
+        from pkg.models import Dense, Sparse
+        import helpers
+
+        Model = Dense if helpers.flag else Sparse
+        REG = {"x": helpers.Other}
+
+
+        class Wrapper:
+            def __init__(self):
+                self.child = Dense()
+
+            def set(self, v):
+                self.child.weight = v
+
+
+        def walk(model, text: Dense):
+            for module in model.modules():
+                module.checkpoint_fn = print
+            text.speak = print
+            local = Sparse()
+            local.extra = 1
+            helpers.flag = True
+            return isinstance(model, Sparse)
+        """))
+    summary = class_index.summarize(tree, "pkg.run")
+    assert "&pkg.models.Dense" in summary.constructed and "&pkg.models.Sparse" in summary.constructed
+    assert "&helpers.Other" in summary.constructed
+    assert "pkg.models.Dense" in summary.constructed  # the call in __init__
+    assert ("", "checkpoint_fn") in summary.stores
+    assert ("pkg.models.Dense", "speak") in summary.stores and ("pkg.models.Sparse", "extra") in summary.stores
+    assert ("pkg.models.Dense", "weight") in summary.stores  # self.child built by Dense()
+    assert not any(attr == "flag" for _, attr in summary.stores)  # a module attribute, not an instance
+    assert all(isinstance(v, (tuple, frozenset)) for v in (summary.constructed, summary.stores, summary.patched))
+
+
+def test_uses_resolve_to_the_class_not_its_simple_name(tmp_path):
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/a.py": """\
+            class Block:
+                def forward(self):
+                    return self.conv1()
+
+
+            class SEBlock(Block):
+                def conv1(self):
+                    return 1
+            """,
+        "pkg/b.py": """\
+            class Block:
+                def forward(self):
+                    return self.shortcut()
+
+
+            Block()
+            """,
+    })
+    index = ClassIndex.for_root(root, use_cache=False)
+    a = index.file_index(str(root / "pkg/a.py"))
+    b = index.file_index(str(root / "pkg/b.py"))
+    assert not index.used((a, "Block")) and index.used((b, "Block"))
+    assert not _check(root / "pkg/a.py").findings
+    assert len(_check(root / "pkg/b.py").findings) == 1
+
+
+def test_test_code_construction_does_not_make_a_library_mixin_concrete(tmp_path):
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/bridge.py": """\
+            class PeftBridge:
+                def export(self):
+                    return self._unwrap()
+
+
+            class ModelBridge(PeftBridge):
+                def _unwrap(self):
+                    return 1
+            """,
+        "tests/test_bridge.py": "from pkg.bridge import PeftBridge\n\nPeftBridge()\n",
+    })
+    index = ClassIndex.for_root(root, use_cache=False)
+    assert index.is_test(index.file_index(str(root / "tests/test_bridge.py")))
+    assert not index.is_test(index.file_index(str(root / "pkg/bridge.py")))
+    assert not _check(root / "pkg/bridge.py").findings
+    (root / "pkg/use.py").write_text("from pkg.bridge import PeftBridge\n\nPeftBridge()\n")
+    assert len(_check(root / "pkg/bridge.py").findings) == 1  # library code builds it bare: concrete

@@ -137,11 +137,30 @@ after a `;`), a loop whose body starts on the `for` line (`for a in t.split(n): 
 or whose first body statement shares its line with other code, and a tuple *store*
 (`a._local_tensor, b = t.split(n)`).
 
-The fix is **safe** when every view reaching the store is created in a no-grad region: there the
-view carries no `grad_fn` and `requires_grad` is False, exactly as for `.detach()`, so only the
-view link changes. Otherwise it is **unsafe**: in grad mode the view may carry gradient back to its
-base, and `.detach()` cuts that; apply it with `--unsafe-fixes` after checking that nothing wants
-gradient through `_local_tensor` (for a parameter's shard, nothing does).
+The fix is **safe** (checked by the executable oracle in `tests/test_fix_oracle.py`) when every
+view reaching the store is created where grad mode is certainly off: there the view carries no
+`grad_fn` and `requires_grad` is False, exactly as for `.detach()`, so only the view link changes,
+also for the other uses of the same variable (in-place updates, returns). Grad mode is certainly
+off inside `with torch.no_grad():`, `torch.inference_mode()` (`inference_mode(mode)` with a mode
+known only at run time keeps the surrounding mode), `torch.set_grad_enabled(False)` (as a context
+manager, or as a statement earlier in the same block), a function decorated with one of them, and
+the configured `no-grad-contexts`; and it stops being certainly off
+
+* inside `torch.enable_grad()` or `set_grad_enabled(mode)` with a mode known only at run time (as
+  a context manager or a statement);
+* after a statement that contains a `set_grad_enabled(...)` statement that may enable grad in a
+  branch, loop, `try` or `with` block (`if c: torch.set_grad_enabled(True)`), for the rest of the
+  block, and for the whole body of a loop whose body holds one (the next iteration may start with
+  grad on), and for the `except`/`else`/`finally` blocks of a `try` whose body holds one; a
+  `with` of a grad-mode context manager restores the mode on exit, so statements inside it do not
+  count.
+
+Other control flow around the view (`if`/`else` branches, ternaries, walrus bindings, loops with
+`else`, `try`/`except`/`finally`) does not change the applicability: every path that creates the
+view gets `.detach()`. Otherwise the fix is **unsafe**: in grad mode the view may carry gradient
+back to its base, and `.detach()` cuts that; apply it with `--unsafe-fixes` after checking that
+nothing wants gradient through `_local_tensor` (for a parameter's shard, nothing does). A function
+called in a no-grad region that switches grad mode on itself is not seen.
 
 ## Options
 * `local-tensor-attrs` (csv, default `_local_tensor`): attribute names whose stores are checked.
@@ -414,10 +433,35 @@ def _is_nograd_ctx(expr: ast.AST, names: frozenset) -> bool | None:
             first = next((k.value for k in call.keywords if k.arg == "mode"), None)
     if name == "set_grad_enabled":
         value = _const_bool(first)
-        return None if value is None else not value
-    if name == "inference_mode" and _const_bool(first) is False:
-        return False
+        # a mode known only at run time may enable grad: not a no-grad region
+        return False if value is None else not value
+    if name == "inference_mode" and _const_bool(first) is not True and first is not None:
+        return None  # inference_mode(False) keeps the current mode; a run-time mode may do either
     return True
+
+
+def _may_enable_grad(stmts: Iterable[ast.stmt], names: frozenset) -> bool:
+    """True when ``stmts`` hold a ``set_grad_enabled(...)`` statement that may enable grad mode for
+    what runs after it (also in the next iteration of a loop). Statements inside a ``with`` of a
+    grad-mode context manager do not count (its exit restores the mode), nor nested functions."""
+    stack = list(stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)) and all(
+                _is_nograd_ctx(item.context_expr, names) is not None for item in node.items):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and last_name(node.value.func) == "set_grad_enabled" \
+                and _is_nograd_ctx(node.value, names) is not True:
+            return True
+        if isinstance(node, ast.stmt):
+            stack.extend(child for child in ast.iter_child_nodes(node)
+                         if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)))
+        else:
+            stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+    return False
 
 
 def _index_kind(index: ast.AST) -> str | None:
@@ -479,6 +523,8 @@ class _Walker:
                 mode = _is_nograd_ctx(stmt.value, self.nograd_names)
                 if last_name(stmt.value.func) == "set_grad_enabled" and mode is not None:
                     nograd = mode
+            elif nograd and _may_enable_grad([stmt], self.nograd_names):
+                nograd = False  # e.g. `if c: torch.set_grad_enabled(True)`: grad may be on from here
         return state
 
     def stmt(self, stmt: ast.stmt, state: dict, nograd: bool) -> dict | None:
@@ -503,6 +549,9 @@ class _Walker:
             return None
         if isinstance(stmt, ast.If):
             return _join(self.block(stmt.body, dict(state), nograd), self.block(stmt.orelse, dict(state), nograd))
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)) and nograd \
+                and _may_enable_grad(stmt.body, self.nograd_names):
+            nograd = False  # a later iteration may start with grad enabled
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             shape = self.iter_items(stmt.iter, state, nograd)
 
@@ -537,6 +586,8 @@ class _Walker:
             return self.block(stmt.body, new, inner)
         if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
             body = self.block(stmt.body, dict(state), nograd)
+            if nograd and _may_enable_grad(stmt.body, self.nograd_names):
+                nograd = False  # handlers, else and finally may run after grad was enabled
             entry = _join(state, body)
             outs = [self.block(stmt.orelse, body, nograd) if body is not None else None]
             for handler in stmt.handlers:

@@ -249,17 +249,46 @@ The fix removes the gate and nothing else:
 * ternary `fully_shard(m) if ws > 1 else m`: replaced by the branch holding the call;
 * comprehension filter `if ws > 1`: removed; short-circuit `gate and reset()`: the gate operand dropped.
 
-These are **safe** when the gated region holds only the must-always-run step: calls of
-`unconditional-calls` (as statements or assigned, e.g. `model = fully_shard(model)`), `for`/`with`
-blocks of those, `pass`, and flag assignments of constants (`self._done = True`); for a ternary, the
-other branch must be free of side effects (a constant or a name) and the kept branch the call itself.
-They are **unsafe** (applied only with `--unsafe-fixes`) when the region holds more, since that code
-would then also run at shard degree 1 (a `return fully_shard(m)` body counts as more: the return
-moves out of the gate), when the dropped gate calls a function or reads a `@property` of the project
-(a property read runs project code too, which may have side effects), when it is a walrus gate, or
-when the value of a short-circuit expression is used. A gated call of a **must-run helper**
-(`apply_fsdp(m)`) is never safely unwrapped: the helper runs more than the step. Reading an
-instance attribute gate (`self.use_fsdp`) runs no code, so dropping it is like dropping a name.
+A fix is **safe** (applied by default) only when the rewrite provably changes nothing but "the
+step now also runs at shard degree 1" (checked by the executable oracle in
+`tests/test_fix_oracle.py`, which runs generated programs before and after the fix):
+
+* the gated region holds only the step: calls of `unconditional-calls` whose receiver and
+  arguments have no side effects (names, attribute reads, constants, subscripts, operators and
+  `len`/`isinstance`/`range`/`model.parameters()`-like calls), as statements or assigned to a name
+  or attribute (`model = fully_shard(model)`); `for` loops without `else` over such an iterable;
+  `with` blocks of grad-mode context managers (`no_grad`, `enable_grad`, `inference_mode`,
+  `set_grad_enabled`, `nullcontext`); `if` blocks without `else` whose test has no side effects;
+  `pass`; and flag assignments of constants (`self._done = True`);
+* no name the region binds (a loop variable, `x = step(...)`, `done = True`) is read elsewhere in
+  the function (`model = fully_shard(model)` does not count: `fully_shard` returns the module);
+* for a dropped `and` conjunct: the `if` has no `else`/`elif` (an `else: pass` does not count), and
+  the conjuncts after the gate have no side effects (the short circuit skipped them at degree 1);
+* for a ternary: the kept branch is the step itself (with side-effect-free arguments), the other
+  branch is a constant or a name, and the value is discarded (an expression statement) or is the
+  module `fully_shard` wraps and returns (`m = fully_shard(m) if ws > 1 else m`);
+* for a comprehension filter: the element is the step, the comprehension is an expression
+  statement (its value, `[]` at degree 1, is discarded) and the later filters and `for` clauses
+  have no side effects;
+* for a short circuit `gate and step()`: an expression statement whose operands between the gate
+  and the step have no side effects;
+* the dropped gate runs no project code (not a `@property` or function of the project) and binds
+  no name (a walrus gate is safe only as the whole test, `if (need := ws > 1):`, kept as
+  `need = ws > 1`).
+
+Where the rewrite sits (inside other `if`/`elif`/`else` branches, loops with `else`,
+`try`/`except`/`finally`, `with` blocks) does not change its applicability: the step itself is what
+now also runs at degree 1. Everything else with a fix is **unsafe** (applied only with
+`--unsafe-fixes`): a region holding more (that code would also run at degree 1; a
+`return fully_shard(m)` body counts as more, the return moves out of the gate), a dropped gate with
+an `else`/`elif` (that branch would run at other times: `if self.is_shard and not done: reset()`
+/ `else: replicate()` no longer replicates at world size 1 on the first call), a conjunct or
+argument with side effects that would now run at degree 1, a comprehension or short circuit whose
+value is used, a ternary whose value changes, a gate that is a project function or property.
+
+A gated call of a **must-run helper** (`apply_fsdp(m)`) is never safely unwrapped: the helper runs
+more than the step. Reading an instance attribute gate (`self.use_fsdp`) runs no code, so dropping
+it is like dropping a name.
 
 **Report-only** (no fix): early-exit guards (`if not self.is_shard: return`; removing them changes
 everything after the guard), calls in an `else` branch of a negative test or in an `elif` reached
@@ -981,24 +1010,128 @@ class _Analyzer:
         return False
 
     # ------------------------------------------------------------------ reset-only regions
+    def pure(self, expr: ast.AST | None) -> bool:
+        """True when evaluating ``expr`` has no effect beyond its value (fix applicability).
+
+        Names, constants, attribute reads (not of a ``@property`` of this file: that runs project
+        code), subscripts, operators and comparisons of those, and calls of the side-effect-free
+        callees in :data:`_PURE_CALLS` (``len``, ``isinstance``, ``model.parameters()``, ...). A
+        ``:=`` binding, any other call, ``await`` and ``yield`` are not pure.
+        """
+        if expr is None or isinstance(expr, (ast.Constant, ast.Name, ast.Lambda)):
+            return True
+        if isinstance(expr, ast.Attribute):
+            defs = self.info.defs.get(expr.attr, [])
+            return not any(_is_property(d) for d in defs) and self.pure(expr.value)
+        if isinstance(expr, ast.Subscript):
+            return self.pure(expr.value) and self.pure(expr.slice)
+        if isinstance(expr, ast.Slice):
+            return all(self.pure(part) for part in (expr.lower, expr.upper, expr.step))
+        if isinstance(expr, ast.UnaryOp):
+            return self.pure(expr.operand)
+        if isinstance(expr, ast.BinOp):
+            return self.pure(expr.left) and self.pure(expr.right)
+        if isinstance(expr, ast.BoolOp):
+            return all(self.pure(v) for v in expr.values)
+        if isinstance(expr, ast.Compare):
+            return self.pure(expr.left) and all(self.pure(c) for c in expr.comparators)
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            return all(self.pure(e) for e in expr.elts)
+        if isinstance(expr, ast.Starred):
+            return self.pure(expr.value)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if last_name(func) not in _PURE_CALLS or self.info.defs.get(last_name(func)):
+                return False
+            receiver_ok = self.pure(func.value) if isinstance(func, ast.Attribute) else isinstance(func, ast.Name)
+            return receiver_ok and self.call_args_pure(expr)
+        return False
+
+    def call_args_pure(self, call: ast.Call) -> bool:
+        """True when every argument of ``call`` is :meth:`pure`."""
+        return all(self.pure(a) for a in call.args) and all(self.pure(k.value) for k in call.keywords)
+
+    def step_pure(self, call: ast.AST) -> bool:
+        """A must-always-run call whose receiver and arguments are :meth:`pure` (only the step runs)."""
+        if not self.is_unconditional(call):
+            return False
+        func = call.func
+        if isinstance(func, ast.Attribute) and not self.pure(func.value):
+            return False
+        return self.call_args_pure(call)
+
+    def _plain_target(self, target: ast.AST) -> bool:
+        return isinstance(target, ast.Name) or (isinstance(target, ast.Attribute) and self.pure(target.value))
+
     def reset_only(self, stmts: Sequence[ast.stmt]) -> bool:
-        """True when ``stmts`` hold only must-always-run calls, loops/withs of them, pass, flag sets."""
+        """True when ``stmts`` run nothing but the must-always-run step.
+
+        Allowed: must-always-run calls with :meth:`pure` receivers and arguments (as statements or
+        assigned to a name or attribute), ``for`` loops over a pure iterable (no ``else``), ``with``
+        blocks of grad-mode context managers (:data:`_TRANSPARENT_CMS`), ``if`` without ``else``
+        whose test is pure, ``pass``, and flag assignments of constants (``self._done = True``).
+        """
         for stmt in stmts:
             if isinstance(stmt, ast.Pass):
                 continue
-            if isinstance(stmt, ast.Expr) and self.is_unconditional(stmt.value):
+            if isinstance(stmt, ast.Expr) and self.step_pure(stmt.value):
                 continue
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and (
-                    self.is_unconditional(stmt.value) or _is_flag(stmt.value)):
+                    self.step_pure(stmt.value) or _is_flag(stmt.value)) and all(
+                    self._plain_target(t) for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])):
                 continue
-            if isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse and self.reset_only(stmt.body):
+            if isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse and self.pure(stmt.iter) \
+                    and self.reset_only(stmt.body):
                 continue
-            if isinstance(stmt, (ast.With, ast.AsyncWith)) and self.reset_only(stmt.body):
+            if isinstance(stmt, (ast.With, ast.AsyncWith)) and all(
+                    isinstance(item.context_expr, ast.Call) and last_name(item.context_expr.func) in _TRANSPARENT_CMS
+                    and self.call_args_pure(item.context_expr) and item.optional_vars is None
+                    for item in stmt.items) and self.reset_only(stmt.body):
                 continue
-            if isinstance(stmt, ast.If) and not stmt.orelse and self.reset_only(stmt.body):
+            if isinstance(stmt, ast.If) and not stmt.orelse and self.pure(stmt.test) and self.reset_only(stmt.body):
                 continue
             return False
         return True
+
+    def region_names_leak(self, stmts: Sequence[ast.stmt], scope: ast.AST) -> bool:
+        """True when a name the region binds (loop variable, ``x = step(...)``, ``done = True``) is read
+        outside the region in ``scope``: running the region at degree 1 would change that read.
+        ``model = fully_shard(model)`` does not count (``fully_shard`` returns the module it wraps)."""
+        bound: set[str] = set()
+        inside: set[int] = set()
+        for stmt in stmts:
+            for node in ast.walk(stmt):
+                inside.add(id(node))
+                if isinstance(node, (ast.For, ast.AsyncFor)):
+                    bound.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for target in targets:
+                        if isinstance(target, ast.Name) and not _returns_argument(node.value, target.id):
+                            bound.add(target.id)
+        if not bound:
+            return False
+        return any(isinstance(node, ast.Name) and node.id in bound and id(node) not in inside
+                   for node in walk_function_body(scope))
+
+
+#: Callees that only compute a value (builtins, and ``torch.nn.Module`` walks).
+_PURE_CALLS = frozenset({
+    "len", "isinstance", "issubclass", "hasattr", "getattr", "bool", "int", "range", "enumerate", "zip",
+    "list", "tuple", "reversed", "parameters", "named_parameters", "modules", "named_modules", "children",
+    "named_children", "buffers", "named_buffers", "values", "items", "keys",
+})
+#: Context managers that only set and restore the grad mode (or do nothing): entering them runs no
+#: code of the project and they never swallow an exception.
+_TRANSPARENT_CMS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "nullcontext"})
+#: Must-always-run steps that return the module they are given (FSDP2 ``fully_shard``).
+_RETURNS_FIRST_ARG = frozenset({"fully_shard"})
+
+
+def _returns_argument(value: ast.AST | None, name: str) -> bool:
+    """True for ``fully_shard(name, ...)``: its result is the object ``name`` already holds."""
+    return (isinstance(value, ast.Call) and last_name(value.func) in _RETURNS_FIRST_ARG and bool(value.args)
+            and isinstance(value.args[0], ast.Name) and value.args[0].id == name)
 
 
 def _is_flag(node: ast.AST) -> bool:
@@ -1470,6 +1603,43 @@ def _side_effect_free(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) or dotted_name(node) is not None
 
 
+def _inert(stmts: Sequence[ast.stmt]) -> bool:
+    """True for an absent or ``pass``-only ``else`` block."""
+    return all(isinstance(stmt, ast.Pass) for stmt in stmts)
+
+
+def _value_unchanged(ctx, node: ast.AST, call: ast.Call, other: ast.AST) -> bool:
+    """True when replacing the expression ``node`` (the step ``call`` or ``other``) by ``call`` keeps
+    its value where it is used: the value is discarded (an expression statement), or ``other`` is the
+    module that ``call`` wraps and returns (``fully_shard(m) if ws > 1 else m``)."""
+    if isinstance(ctx.parent(node), ast.Expr):
+        return True
+    if last_name(call.func) not in _RETURNS_FIRST_ARG or not call.args:
+        return False
+    name = dotted_name(other)
+    return name is not None and name == dotted_name(call.args[0])
+
+
+def _later_pure(analyzer: _Analyzer, values: Sequence[ast.AST], dropped: ast.AST) -> bool:
+    """True when the operands after ``dropped`` in an ``and`` chain are pure: dropping the gate makes
+    them run at shard degree 1 too, where the short circuit skipped them."""
+    return all(analyzer.pure(v) for v in values[values.index(dropped) + 1:])
+
+
+def _comp_rest_pure(analyzer: _Analyzer, node: ast.AST, test: ast.AST) -> bool:
+    """True when what a comprehension evaluates after the filter ``test`` is pure, apart from its
+    element (later filters, later ``for`` clauses)."""
+    seen = False
+    for generator in node.generators:
+        if seen and not analyzer.pure(generator.iter):
+            return False
+        for cond in generator.ifs:
+            if seen and not analyzer.pure(cond):
+                return False
+            seen = seen or cond is test
+    return True
+
+
 def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scope: ast.AST):
     """Return the :class:`Fix` for a finding, or ``None`` when the shape is report-only."""
     if context.kind in ("exit", "or") or not (context.truth or context.kind == "ifexp"):
@@ -1483,7 +1653,8 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
     if context.kind == "and":
         edits = _drop_operand(ctx, node, test)
         parent = ctx.parent(node)
-        contained = isinstance(parent, ast.Expr) and node.values[-1] is call
+        contained = (isinstance(parent, ast.Expr) and node.values[-1] is call and analyzer.step_pure(call)
+                     and _later_pure(analyzer, node.values[:-1], test))
         description = f"drop the shard-degree gate '{ctx.text_of(test)}'"
     elif isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and context.truth:
         operand = next((v for v in test.values if analyzer.requires(v, True, scope)), None)
@@ -1492,12 +1663,17 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
         gate = analyzer.requires(operand, True, scope)
         edits = _drop_operand(ctx, test, operand)
         description = f"drop the shard-degree gate '{ctx.text_of(operand)}' from the condition"
+        contained = _later_pure(analyzer, test.values, operand)
         if context.kind == "if":
-            contained = analyzer.reset_only(node.body)
+            # with an `else`/`elif`, dropping the gate also changes when that other branch runs
+            contained = (contained and _inert(node.orelse) and analyzer.reset_only(node.body)
+                         and not analyzer.region_names_leak(node.body, scope))
         elif context.kind == "ifexp":
-            contained = node.body is call
+            contained = (contained and node.body is call and analyzer.step_pure(call)
+                         and analyzer.pure(node.orelse) and _value_unchanged(ctx, node, call, node.orelse))
         elif context.kind == "comp":
-            contained = getattr(node, "elt", None) is call
+            contained = (contained and getattr(node, "elt", None) is call and analyzer.step_pure(call)
+                         and isinstance(ctx.parent(node), ast.Expr) and _comp_rest_pure(analyzer, node, test))
     elif not analyzer.is_pure(test, scope):
         return None
     elif context.kind == "if":
@@ -1512,11 +1688,12 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
             description = f"unwrap 'if {ctx.text_of(test)}:' (dedent its body)"
             if binding:
                 description += f", keeping '{binding}'"
-        contained = analyzer.reset_only(node.body)
+        contained = analyzer.reset_only(node.body) and not analyzer.region_names_leak(node.body, scope)
     elif context.kind == "ifexp":
         branch, other = (node.body, node.orelse) if context.truth else (node.orelse, node.body)
         edits = [Edit(*ctx.node_range(node), ctx.text_of(branch))]
-        contained = branch is call and _side_effect_free(other)
+        contained = (branch is call and analyzer.step_pure(call) and _side_effect_free(other)
+                     and _value_unchanged(ctx, node, call, other))
         description = f"replace the conditional expression by '{ctx.text_of(branch)}'"
     elif context.kind == "comp":
         generator = next(g for g in node.generators if test in g.ifs)
@@ -1525,7 +1702,9 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
         prev_end = _expand_parens(ctx.source.text, *_offsets(ctx, previous))[1]
         span = _expand_parens(ctx.source.text, *_offsets(ctx, test))
         edits = _delete_with_keyword(ctx, (prev_end, span[1]), span, "if")
-        contained = getattr(node, "elt", None) is call
+        # the comprehension's value changes at degree 1 ([] -> the wrapped modules): only a discarded one
+        contained = (getattr(node, "elt", None) is call and analyzer.step_pure(call)
+                     and isinstance(ctx.parent(node), ast.Expr) and _comp_rest_pure(analyzer, node, test))
         description = f"remove the filter 'if {ctx.text_of(test)}'"
     if not edits:
         return None

@@ -86,10 +86,26 @@ the statement calling the always-raising helper, by `continue`. Comment lines ab
 trailing comment on its last line are kept; comments inside a multi-line `raise` move to lines
 above the `continue`.
 
-* **Safe** when the branch runs only if the submodule is wrapped (`if marker:`,
-  `if strict and marker:`, the `else:` of `if not marker:`) and `continue` binds to the walk loop.
-* **Unsafe** when the branch also runs for another reason (`if marker or other:`): `continue`
-  would silence that other error too; and when the raised exception is `NotImplementedError`
+* **Safe** (checked by the executable oracle in `tests/test_fix_oracle.py`) only when the
+  rewrite changes nothing but "an already-wrapped submodule is skipped instead of raising": the
+  branch runs only if the submodule is wrapped (`if marker:`, `if strict and marker:`, the `else:`
+  of `if not marker:`), `continue` binds to the walk loop, the raise is a fresh exception (not
+  `NotImplementedError`) raised outside any `except` handler of the loop body, and the refusal
+  would leave the function unobserved: no `try` around it (inside or around the walk, in the same
+  function) has a handler that may catch it (a bare `except`, the raised class or a builtin base of
+  it such as `Exception`, or any class that is not a builtin exception; when the raised class is
+  not a builtin one, or the raise is in a helper, any handler), no `finally` around the walk swallows it
+  with `return`/`break`/`continue`, and no `with` around it enters a context manager that sees the
+  exception (only the grad-mode ones, `no_grad`, `enable_grad`, `inference_mode`,
+  `set_grad_enabled`, and `nullcontext`, are transparent). A `finally` clean-up still runs either
+  way; other `if`/`elif`/`else` branches, loops with `else`, walrus bindings and side effects in
+  the conditions are unchanged by the rewrite.
+* **Unsafe** (applied only with `--unsafe-fixes`) otherwise: when the branch also runs for another
+  reason (`if marker or other:`): `continue` would silence that other error too; when a handler
+  around the walk may catch the refusal (`try: ... except ValueError: rollback(); raise`: the
+  rollback would no longer run), when a context manager around it sees it (`with transaction():`),
+  when the raise translates another error inside an `except` handler of the loop body; and when
+  the raised exception is `NotImplementedError`
   (`if hasattr(sub, "_fsdp_wrapped_module"): raise NotImplementedError("nested FSDP unsupported")`):
   that is a deliberate unsupported-feature guard, not an overlap check, and skipping the submodule
   instead may silently produce a configuration the code does not support. It is still reported (the
@@ -100,6 +116,8 @@ above the `continue`.
   `continue` would bind to the inner loop), for the `any(...)` generator form and for recursion
   (there is no walk loop to continue), and for `assert not <marked>` (rewrite it as
   `if <marked>: continue`): restructure by hand, e.g. filter already-wrapped submodules out.
+* **No finding** for a bare `raise` or `raise err` of the exception an enclosing `except ... as err`
+  caught, under a marker test: it re-raises another error, it is not the overlap refusal.
 
 The fix also stops raising for the root module when the walk yields it (`.modules()` and
 `.named_modules()` yield the module itself first); keep an explicit double-wrap check of the root
@@ -121,6 +139,7 @@ outside the loop, as in *Use instead*.
 from __future__ import annotations
 
 import ast
+import builtins
 import io
 import re
 import tokenize
@@ -147,6 +166,9 @@ TRANSPARENT_CALLS = {"list", "tuple", "reversed", "sorted"}
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 CATCH_ALL = {"Exception", "BaseException"}
+# Context managers that only set and restore the grad mode (or do nothing): they never see or
+# swallow an exception, so a `with` of them around a raise does not make its fix unsafe.
+TRANSPARENT_CMS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "nullcontext"})
 # What may follow the name of a walk method in a call: blanks, then its "(", a line continuation, a
 # comment or a line break inside brackets.
 _AFTER_WALK_NAME = re.compile(r"\s*(?:\(|\\|#|$)", re.MULTILINE)
@@ -1036,7 +1058,8 @@ class _FileChecker:
         """Statements of ``branch`` (nested if/with/try included, loops excluded) that raise."""
         for stmt in branch:
             if isinstance(stmt, ast.Raise):
-                yield stmt, False
+                if not self._reraise(stmt):
+                    yield stmt, False
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 target = self._helper_target(stmt.value, func)
                 if target is not None and target is not func and self._always_raises_func(target):
@@ -1052,6 +1075,55 @@ class _FileChecker:
                 yield from self._raising_statements(stmt.finalbody, func)
                 for handler in stmt.handlers:
                     yield from self._raising_statements(handler.body, func)
+
+    def _reraise(self, stmt: ast.Raise) -> bool:
+        """True for a bare ``raise`` or ``raise e`` of the exception an enclosing ``except ... as e``
+        caught: that propagates another error, it is not the overlap refusal (no finding)."""
+        if stmt.exc is None:
+            return True
+        if not isinstance(stmt.exc, ast.Name):
+            return False
+        for anc in self.ctx.ancestors(stmt):
+            if isinstance(anc, SCOPES):
+                return False
+            if isinstance(anc, ast.ExceptHandler) and anc.name == stmt.exc.id:
+                return True
+        return False
+
+    def _reaches_caller(self, stmt: ast.stmt, loop) -> bool:
+        """True when the refusal raised at ``stmt`` leaves the function unobserved, so that turning it
+        into ``continue`` changes nothing but the refusal (fix applicability).
+
+        False when it is raised while another exception is handled (inside an ``except`` between the
+        walk loop and ``stmt``: a translation of that error), when a ``try`` around it (inside or
+        around the walk, in the same function) has a handler that may catch it, when a ``finally``
+        around the walk may swallow it (``return``/``break``/``continue``), or when a ``with`` around it
+        enters a context manager that sees the exception (anything but the grad-mode ones).
+        """
+        raised = None
+        if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+            raised = last_name(stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc)
+        inside = True
+        child: ast.AST = stmt
+        for anc in self.ctx.ancestors(stmt):
+            if isinstance(anc, SCOPES):
+                return True
+            if anc is loop:
+                inside = False
+            elif isinstance(anc, ast.ExceptHandler) and inside:
+                return False
+            elif isinstance(anc, ast.Try) or type(anc).__name__ == "TryStar":
+                if child in anc.body and any(_may_catch(h.type, raised) for h in anc.handlers):
+                    return False
+                if not inside and child is not None and child not in anc.finalbody and any(
+                        isinstance(n, (ast.Return, ast.Break, ast.Continue)) for n in _walk_no_scopes(anc.finalbody)):
+                    return False
+            elif isinstance(anc, (ast.With, ast.AsyncWith)):
+                if not all(isinstance(item.context_expr, ast.Call)
+                           and last_name(item.context_expr.func) in TRANSPARENT_CMS for item in anc.items):
+                    return False
+            child = anc
+        return True
 
     def _caught(self, stmt: ast.stmt, loop) -> bool:
         """True if a ``try`` between ``stmt`` and ``loop`` catches what ``stmt`` raises."""
@@ -1152,7 +1224,7 @@ class _FileChecker:
             if not self._inner_loop_between(stmt, loop):
                 # `raise NotImplementedError(...)` is a deliberate unsupported-feature guard
                 # ("nested FSDP unsupported"): turning it into `continue` needs a human decision
-                safe = safe and not _raises_not_implemented(stmt)
+                safe = safe and not _raises_not_implemented(stmt) and self._reaches_caller(stmt, loop)
                 # in a stack walk, `continue` before the push of the children also skips the subtree
                 safe = safe and not (walk.push_line and stmt.lineno <= walk.push_line)
                 applicability = Applicability.SAFE if safe else Applicability.UNSAFE
@@ -1197,6 +1269,22 @@ def _is_slot(node: ast.AST, value: ast.AST) -> bool:
         return same(node.value) and any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets)
     if isinstance(node, ast.Call) and node.args and last_name(node.func) in {"setattr", "add_module", "register_module"}:
         return same(node.args[-1])
+    return False
+
+
+def _may_catch(handler_type: ast.AST | None, raised: str | None) -> bool:
+    """True when ``except handler_type`` may catch an exception of class ``raised`` (a name, or
+    ``None`` when unknown). Only builtin classes are compared exactly; anything else may catch."""
+    if handler_type is None or raised is None:
+        return True
+    types = handler_type.elts if isinstance(handler_type, ast.Tuple) else [handler_type]
+    raised_cls = getattr(builtins, raised, None)
+    if not (isinstance(raised_cls, type) and issubclass(raised_cls, BaseException)):
+        return True
+    for node in types:
+        cls = getattr(builtins, last_name(node) or "", None)
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)) or issubclass(raised_cls, cls):
+            return True
     return False
 
 

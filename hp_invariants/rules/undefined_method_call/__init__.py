@@ -1,14 +1,29 @@
 r"""# E9503 undefined-method-call
 
 ## What it does
-Flags a method call whose receiver's class is known precisely and where no class of that
-receiver's MRO defines the method and no assignment in the hierarchy creates it:
+Flags an attribute used as a method of an object whose class is known, where no class of that
+object's MRO provides it and nothing assigns it:
 
 * `self.m(...)` and `cls.m(...)` inside a class's methods, and `super().m(...)`;
+* method references that are not calls: `partial(self.m, ...)`, `self.apply(self.m)`, hooks
+  (`register_forward_hook(self.m)`, any `register_*hook`/`add_*hook` callee), callables given
+  to `map`/`filter`/`submit`/`checkpoint`/`register`, keyword arguments `target=`, `hook=`,
+  `fn=`, `func=`, `callback=`, `key=`; and `getattr(self, "m")` with a constant name and no
+  default;
 * `self.child.m(...)` where `self.child` is assigned only in `__init__`, only from the constructor
   of one project class (`self.language_model = TextModel(config)`);
 * `p.m(...)` where the parameter `p` is annotated with a project class (confidence INFERENCE,
-  since a subclass instance may be passed: a subclass that defines `m` silences it).
+  since a subclass instance may be passed: a subclass that defines `m` silences it), including
+  the annotated first parameter of a `@staticmethod` or module function (a forward
+  monkey-patched onto the class: `def forward(self: LlamaModel, ...)`); not when the function
+  inspects the parameter's type (`if not isinstance(p, C): raise` narrows `p` to `C`);
+* `model.m(...)` after `model = DDP(model)` (a local bound once to `DistributedDataParallel` or
+  `DataParallel`): the wrapper provides its catalogued members and `.module`, not the wrapped
+  model's methods.
+
+A function in a class body whose unannotated first parameter is not named `self`/`cls` (without
+`@staticmethod`, called through the class: `Cls.f(x)`) is not a method: its parameter is not the
+instance.
 
 Ancestors are resolved across the files of the project (the nearest folder holding
 `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`), and framework bases come from a bundled
@@ -21,7 +36,14 @@ A name counts as defined when the class or an ancestor has a method, property, s
 classmethod, a class attribute or nested class of that name, or assigns it: `self.m = ...`,
 `cls.m = ...`, `setattr(self, "m", ...)`, `self.add_module("m", ...)`,
 `register_module`/`register_buffer`/`register_parameter`, `object.__setattr__(self, "m", ...)`,
-or `Cls.m = ...` anywhere in the project.
+or `Cls.m = ...` anywhere in the project; or when the project stores that name on a receiver
+that may be an instance of the class: a framework walk setting `module.m = fn` on submodules, a
+connector's `callback.log = model.log`, a helper's `encoder.model = model` on its parameter,
+`self.child.m = ...`. A receiver counts unless it is bound to an unrelated class (every binding
+of the name in that file is a constructor call or an annotation of such a class; `self.child`
+built in `__init__` by one constructor). Methods that out-of-tree device backends install on
+`torch.nn.Module`/`torch.Tensor` (`npu()`, `mlu()`, `musa()`, ...; option
+`device-backend-methods`) count as defined there.
 
 No message when:
 
@@ -39,14 +61,31 @@ No message when:
   names onto its parameter. A decorator of the same file that assigns `cls.added = ...` adds
   `added` as a member, and the class stays checked for every other name; a project decorator that
   assigns nothing (a registry) keeps the class checked;
-* the class is *mixin-like* and a project subclass defines or assigns `m` (the template-method
-  pattern), or it has no project subclass at all, or a subclass that is itself a never-constructed
-  leaf (such classes are combined with other bases outside the project: unittest fixture mixins
-  joined with `TestCase` in a test folder, classes built with `type(...)`, bases for library users). Mixin-like means: its name matches `mixin-class-names` (default `.*Mixin.*`), or it
-  is abstract (an `ABC`/`ABCMeta` base or an `@abstractmethod`), or its name is never called as
-  a constructor anywhere in the project (`Name(...)`, `mod.Name(...)`, or a factory classmethod
-  such as `Name.from_pretrained(...)`/`Name._from_config(...)`). A class that is
-  instantiated somewhere is concrete: its own instances would raise;
+* the class is *open* and a project subclass defines or assigns `m` (the template-method
+  pattern), or it has no project subclass at all, or only leaf subclasses that are themselves
+  open (combined with other bases outside the project). Open means:
+  * its name matches `mixin-class-names` (default `.*Mixin.*`); or
+  * it is abstract: it lists `ABC`/`ABCMeta` itself, or an `@abstractmethod` of its MRO is not
+    implemented in it (a concrete subclass of an ABC that implements every abstract method is
+    *not* open); or
+  * nobody instantiates it, and either it has project subclasses (a base: its subclasses are what
+    is built) or it is *combinable*: test code (a folder `test`/`tests`/`testing`/`*_tests`, a
+    file `test_*.py`/`*_test.py`/`conftest.py`, or a `unittest.TestCase` descendant: fixture
+    mixins joined with `TestCase` or device bases by the test framework), or a plain class whose
+    only framework ancestors are `object`, `ABC`, `Generic`, `Protocol`.
+
+  *Instantiated* is decided per class, not per name: a call `Name(...)`, `mod.Name(...)` or a
+  factory classmethod (`Name.from_pretrained(...)`, `Name._from_config(...)`) resolved through
+  the imports to this very class (another class of the same simple name does not count), or the
+  class passed on as a value where instances are made from it: a branch of a conditional
+  expression (`X = A if c else B; X()`), a returned value (a factory function), a registry entry
+  (`{"a": A}`, `[A, B]`, `register(A)`), an alias that is then called, or a project class
+  decorator (a registry). Test code that constructs a library class (unit tests build mixins bare)
+  does not count, and for test classes only calls count (test frameworks hand test classes to
+  functions that combine them with more bases). A class reaching a complete framework base
+  (`nn.Module`, a `Dataset`) that nobody references is still checked: it is built through a
+  string lookup or a registry the index cannot see. A class that is instantiated is concrete:
+  its own instances would raise;
 * for `super().m(...)`: a project subclass mixes in another base that defines `m` (cooperative
   multiple inheritance), or the class is mixin-like by name;
 * the call's line carries `# type: ignore` (the author told the type checker the attribute is
@@ -113,10 +152,18 @@ the class's own attribute assigned in `__init__` (`self.embed_tokens`, `self.wte
 `self.word_embeddings`, `self.tok_embeddings`, `self.embed_in`, `self.shared`; `self.lm_head`,
 `self.embed_out`; `self.decoder`, `self.model`, `self.language_model`, `self.transformer`), or one
 hop into a child model built in `__init__` from a project class that defines it
-(`self.language_model.embed_tokens`). The fix is **safe**: it only adds methods that did not
-exist, so no existing behaviour changes, and the added accessor returns the same module that the
-transformers convention expects. When no such attribute is found, or for any other method, the
-rule reports only (the right body cannot be known).
+(`self.language_model.embed_tokens`). The fix is **safe** (checked by the executable oracle in
+`tests/test_fix_oracle.py`) when the only behaviour that changes is that the calls that raised
+`AttributeError` now return the module: nothing in the file observes whether the accessors exist,
+that is no string literal names one of the added methods (`hasattr(self, "set_input_embeddings")`,
+`getattr(model, "get_input_embeddings", None)`) and no use of one sits inside a `try` whose handler
+may catch `AttributeError` (bare, `AttributeError`, `Exception`, `BaseException`, or a class that is
+not a builtin exception) or inside a `with` whose context manager sees the exception (anything but
+the grad-mode ones and `nullcontext`). Where the call sits otherwise (`if`/`elif`/`else` branches,
+ternaries, walrus bindings, loops with `else`, `try`/`finally`) does not matter. Otherwise the fix
+is **unsafe**. Code in other files that probes for the accessors (`hasattr(model, ...)` in a
+trainer) is not searched. When no such attribute is found, or for any other method, the rule
+reports only (the right body cannot be known).
 
 ## Options
 * `mixin-class-names` (regexp list, default `.*Mixin.*`): classes treated as mixins.
@@ -124,6 +171,10 @@ rule reports only (the right body cannot be known).
   `add_metaclass`, `with_metaclass`, `s`, `attrs`, `define`, `frozen`, `mutable`,
   `make_lazy_class`, `inherit_fields_from`, `use_kernelized_func`): class decorators that may add
   members; classes carrying one (or inheriting from one that does) are not checked.
+* `device-backend-methods` (list, default `npu`, `mlu`, `musa`, `hpu`, `dipu`, `gcu`, `sdaa`,
+  `maca`): methods that out-of-tree device backends install on `torch.nn.Module` and
+  `torch.Tensor` (`torch.utils.generate_methods_for_privateuse1_backend`); calls of them on such
+  classes (`super().npu()` in an override) are not reported.
 * `unchecked-classes` (regexp list, default empty): qualified or simple class names never checked
   (named so as not to clash with pylint's own `ignored-classes`).
 * `unchecked-modules` (regexp list, default `(.*\.)?modular_[^.]*`): dotted module names never
@@ -194,7 +245,38 @@ PURE_DECORATORS = frozenset({
     "unittest.mock.patch", "unittest.mock.patch.object", "unittest.mock.patch.dict",
 })
 """Well-known class decorators that add no member E9503 could miss (others may: not checked)."""
+#: Context managers that only set and restore the grad mode (or do nothing): they never see or
+#: swallow an exception.
+TRANSPARENT_CMS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "nullcontext"})
+
+
+def _builtin_exception(name: str) -> bool:
+    import builtins  # noqa: PLC0415
+
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
 GUARD_CALLS = frozenset({"isinstance", "issubclass", "type", "hasattr", "getattr", "callable"})
+RECEIVER_NAMES = frozenset({"self", "cls", "mcs", "mcls", "metacls", "klass", "_self", "self_"})
+"""First-parameter names taken as the instance (or class): a function in a class body whose
+unannotated first parameter has another name is called through the class (``Cls.f(x)``)."""
+NEUTRAL_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic", "typing.Protocol"})
+"""Framework ancestors that leave a class incomplete by itself (see ``_State.combinable``)."""
+BACKEND_TARGETS = frozenset({"torch.nn.modules.module.Module", "torch.Tensor", "torch._C.TensorBase"})
+"""Classes onto which ``torch.utils.generate_methods_for_privateuse1_backend`` (and out-of-tree
+device backends: torch_npu, torch_mlu, torch_musa, ...) install a ``<device>()`` method."""
+WRAPPERS = frozenset({"torch.nn.parallel.distributed.DistributedDataParallel",
+                      "torch.nn.parallel.data_parallel.DataParallel"})
+"""Framework wrappers a script rebinds a model to (``model = DDP(model)``): their instances have
+the catalogued members and the registered ``module`` only (no forwarding ``__getattr__``)."""
+CALLABLE_TAKERS = frozenset({"partial", "partialmethod", "apply", "map", "filter", "starmap", "submit",
+                             "checkpoint", "register", "add_done_callback", "call_soon", "run_in_executor"})
+"""Callees whose positional arguments are callables: ``partial(self.m, ...)``, ``self.apply(self.m)``."""
+CALLABLE_KEYWORDS = frozenset({"target", "hook", "fn", "func", "callback", "key", "hook_fn", "default_factory"})
+"""Keyword arguments that take a callable, whatever the callee (``Thread(target=self.m)``)."""
+_HOOK_CALL = re.compile(r"_?(register|add)\w*_hook|\w*register_hook")
+"""Callees registering hooks (``register_forward_hook(self.m)``, ``register_comm_hook(state, self.m)``)."""
 
 
 class UndefinedMethodCall(Rule):
@@ -225,6 +307,9 @@ class UndefinedMethodCall(Rule):
                ("add_metaclass", "with_metaclass", "s", "attrs", "define", "frozen", "mutable",
                 "make_lazy_class", "inherit_fields_from", "use_kernelized_func"),
                "Class decorators (last name) that may add members; such classes are not checked."),
+        Option("device-backend-methods", "csv", ("npu", "mlu", "musa", "hpu", "dipu", "gcu", "sdaa", "maca"),
+               "Methods that out-of-tree device backends install on torch.nn.Module and torch.Tensor "
+               "(torch.utils.generate_methods_for_privateuse1_backend): taken as defined there."),
         Option("unchecked-classes", "regexp_csv", (),
                "Classes (simple or qualified name) whose method calls are never checked."),
         Option("unchecked-modules", "regexp_csv", (r"(.*\.)?modular_[^.]*",),
@@ -257,6 +342,7 @@ class UndefinedMethodCall(Rule):
             if view.summary((file_no, qual)) is not None:
                 yield from state.check_class((file_no, qual), class_node)
         yield from state.check_annotated(functions)
+        yield from state.check_wrapped(functions)
 
 
 class _State:
@@ -272,6 +358,8 @@ class _State:
         self.adding_decorators = tuple(re.compile(p) for p in ctx.option(rule, "member-adding-decorators"))
         self.ignored = tuple(re.compile(p) for p in ctx.option(rule, "unchecked-classes"))
         self.scans: dict[ast.AST, _Scan] = {}  # method -> its scan by check_class (reused by check_annotated)
+        self.backend_names = frozenset(ctx.option(rule, "device-backend-methods"))
+        self._open: dict[ClassKey, bool] = {}
         self.any_type_ignore = "type: ignore" in ctx.source.text
 
     # ------------------------------------------------------------------ class facts
@@ -310,18 +398,61 @@ class _State:
             return True
         return "*" not in adds and adds <= self.view.patched_members(self.view.class_name(key))
 
-    def mixin_like(self, key: ClassKey, hier: Hierarchy) -> bool:
-        """Mixin by name, abstract, or never constructed anywhere in the project."""
-        simple = key[1].rsplit(".", 1)[-1]
-        if any(p.fullmatch(simple) for p in self.mixin_names):
+    def defined(self, key: ClassKey, hier: Hierarchy, name: str) -> bool:
+        """True when an instance of ``key`` may have attribute ``name``: a member of its MRO, a
+        method a device backend installs on ``torch.nn.Module``/``torch.Tensor``, or a store of
+        that name anywhere in the project on a receiver that may be an instance of the class."""
+        if name in hier.members:
             return True
-        return hier.abstract or not self.view.constructed(simple)
+        if name in self.backend_names and any(c in BACKEND_TARGETS for c in hier.catalog):
+            return True
+        return self.view.stored(key, name)
+
+    def used(self, key: ClassKey, hier: Hierarchy) -> bool:
+        """True when instances of the class itself may exist: the project constructs it, or passes
+        it on as a value or hands it to a class decorator (a registry; :meth:`ClassIndex.used`).
+        For test code (a test folder, a ``unittest.TestCase`` descendant) only constructions
+        count: test frameworks hand test classes to functions that combine them with more bases
+        (``instantiate_device_type_tests(TestFoo, globals())``)."""
+        test = self.view.is_test(key[0]) or "unittest.case.TestCase" in hier.catalog
+        if self.view.used(key, values=not test):
+            return True
+        summary = self.view.summary(key)
+        return not test and summary is not None and any(d not in PURE_DECORATORS for d in summary.decorators)
+
+    def combinable(self, key: ClassKey, hier: Hierarchy) -> bool:
+        """True when a class nobody instantiates may be completed by bases outside the project:
+        it is test code (a test folder or a class reaching ``unittest.TestCase``: fixture mixins
+        are joined with ``TestCase`` or device bases by the test framework), or a plain class
+        whose only framework ancestors are ``object``, ``ABC``, ``Generic``, ``Protocol`` (a
+        helper for library users). A class reaching a complete framework base (``nn.Module``, a
+        ``Dataset``) is built by itself, through a registry or a string lookup."""
+        if self.view.is_test(key[0]) or "unittest.case.TestCase" in hier.catalog:
+            return True
+        return all(c in NEUTRAL_BASES for c in hier.catalog)
+
+    def open_class(self, key: ClassKey, hier: Hierarchy) -> bool:
+        """True when the class may rely on members that another class provides: a mixin by name,
+        abstract (see :class:`Hierarchy`), a base that nobody instantiates but that has project
+        subclasses (the template-method pattern: its subclasses are what is built), or a class
+        nobody instantiates that is :meth:`combinable`."""
+        found = self._open.get(key)
+        if found is None:
+            simple = key[1].rsplit(".", 1)[-1]
+            if any(p.fullmatch(simple) for p in self.mixin_names) or hier.abstract:
+                found = True
+            elif self.used(key, hier):
+                found = False
+            else:
+                found = bool(self.view.possible_subclasses(key)) or self.combinable(key, hier)
+            self._open[key] = found
+        return found
 
     def subclass_provides(self, key: ClassKey, name: str, outside: bool = True) -> bool:
         """True when a project subclass of ``key`` defines/assigns ``name`` or may (unknown/dynamic
-        ancestors), or when ``key`` has no project subclass at all, or a leaf subclass that nobody
-        constructs (it is combined with more bases outside the project: unittest fixture mixins,
-        bases for library users) and ``outside`` is True."""
+        ancestors), or when ``outside`` is True and ``key`` has no project subclass at all, or a
+        leaf subclass that is itself open (a mixin, abstract, or nobody instantiates it and it is
+        :meth:`combinable`: combined with more bases outside the project)."""
         subs = self.view.possible_subclasses(key)
         if not subs:
             return outside
@@ -329,8 +460,8 @@ class _State:
             hier = self.view.hierarchy(sub)
             if name in hier.members or hier.dynamic or hier.unknown:
                 return True
-            if outside and self.mixin_like(sub, hier) and not self.view.possible_subclasses(sub):
-                return True  # a leaf nobody constructs: combined with more bases outside the project
+            if outside and not self.view.possible_subclasses(sub) and self.open_class(sub, hier):
+                return True  # a leaf combined with more bases outside the project
         return False
 
     def sibling_provides(self, key: ClassKey, hier: Hierarchy, name: str) -> bool:
@@ -375,12 +506,11 @@ class _State:
             child = anc
         return False
 
-    def type_ignored(self, call: ast.Call) -> bool:
-        """True when a line of the call carries ``# type: ignore`` (the author has told the type
-        checker that the attribute is provided dynamically)."""
+    def type_ignored(self, func: ast.AST) -> bool:
+        """True when a line of the attribute node ``func`` carries ``# type: ignore`` (the author
+        has told the type checker that the attribute is provided dynamically)."""
         if not self.any_type_ignore:
             return False
-        func = call.func
         for line in range(func.lineno, (func.end_lineno or func.lineno) + 1):
             if "type: ignore" in self.ctx.source.line_text(line):
                 return True
@@ -397,7 +527,7 @@ class _State:
 
     # ------------------------------------------------------------------ self / cls / super / self.attr
     def check_class(self, key: ClassKey, class_node: ast.ClassDef) -> Iterator[Finding]:
-        """Check the calls inside the methods of one class."""
+        """Check the calls and method references inside the methods of one class."""
         hier = self.view.hierarchy(key)
         ok = self.checkable(key, hier)
         simple = key[1].rsplit(".", 1)[-1]
@@ -410,8 +540,11 @@ class _State:
             if kind == "static" or not args:
                 continue
             receiver = args[0].arg
-            if args[0].annotation is not None and not self.annotates_self(args[0].annotation, key):
-                continue  # e.g. a function missing @staticmethod whose first parameter is a config
+            if args[0].annotation is not None:
+                if not self.annotates_self(args[0].annotation, key):
+                    continue  # e.g. a function missing @staticmethod whose first parameter is a config
+            elif receiver not in RECEIVER_NAMES:
+                continue  # a function without self/cls, called through the class (Cls.f(x))
             scan = _Scan(method, receiver)
             self.scans[method] = scan
             scans.append((method, kind, receiver, scan))
@@ -419,26 +552,27 @@ class _State:
         for method, kind, receiver, scan in scans:
             if receiver in scan.rebound:
                 continue
-            for call in scan.calls:
-                func = call.func
-                assert isinstance(func, ast.Attribute)
+            for func, anchor in _uses(scan):
                 name = func.attr
                 value = func.value
-                if name.startswith("__") and name.endswith("__") or self.type_ignored(call):
+                if name.startswith("__") and name.endswith("__") or self.type_ignored(func):
                     continue
                 if isinstance(value, ast.Name) and value.id == receiver and ok:
-                    if name in hier.members or self.guarded(call, method, receiver, name, scan.guards):
+                    if self.defined(key, hier, name) or self.guarded(anchor, method, receiver, name, scan.guards):
                         continue
-                    if self.mixin_like(key, hier) and self.subclass_provides(key, name):
+                    if self.open_class(key, hier) and self.subclass_provides(key, name):
                         continue
-                    fix = self.accessor_fix(key, hier, class_node, name) if kind == "self" else None
+                    fix = self.accessor_fix(key, hier, class_node, name) \
+                        if kind == "self" and anchor.__class__ is ast.Call and anchor.func is func else None
                     yield self.report(func, simple, name, hier.members, Confidence.HIGH, fix)
                 elif _is_super(value, class_node.name, receiver) and ok:
-                    if name in hier.inherited or self.guarded(call, method, "super()", name, scan.guards):
+                    if name in hier.inherited or self.guarded(anchor, method, "super()", name, scan.guards):
+                        continue
+                    if name in self.backend_names and any(c in BACKEND_TARGETS for c in hier.catalog):
                         continue
                     if any(p.fullmatch(simple) for p in self.mixin_names) or self.sibling_provides(key, hier, name):
                         continue
-                    if self.mixin_like(key, hier) and not self.view.possible_subclasses(key):
+                    if self.open_class(key, hier) and not self.view.possible_subclasses(key):
                         continue  # combined with other bases outside the project (type(...), users)
                     yield self.report(func, f"super({simple})", name, hier.inherited, Confidence.HIGH)
                 elif kind == "self" and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
@@ -449,9 +583,9 @@ class _State:
                         continue
                     target = attr_classes[value.attr]
                     target_hier = self.view.hierarchy(target)
-                    if not self.checkable(target, target_hier) or name in target_hier.members:
+                    if not self.checkable(target, target_hier) or self.defined(target, target_hier, name):
                         continue
-                    if self.guarded(call, method, f"{receiver}.{value.attr}", name, scan.guards):
+                    if self.guarded(anchor, method, f"{receiver}.{value.attr}", name, scan.guards):
                         continue
                     yield self.report(func, target[1].rsplit(".", 1)[-1], name, target_hier.members, Confidence.HIGH)
 
@@ -495,12 +629,16 @@ class _State:
 
     # ------------------------------------------------------------------ annotated parameters
     def check_annotated(self, functions: list) -> Iterator[Finding]:
-        """Calls on parameters annotated with a project class (INFERENCE)."""
+        """Calls on parameters annotated with a project class (INFERENCE): also the annotated first
+        parameter of a ``@staticmethod`` or module function (a forward monkey-patched onto a
+        class); not a parameter whose type the function inspects (``isinstance(p, C)``: the
+        annotation is narrowed or contradicted there)."""
         for func in functions:
             params = func.args.posonlyargs + func.args.args + func.args.kwonlyargs
             typed: dict[str, ClassKey] = {}
-            for param in params:
-                if param.annotation is None or param.arg in ("self", "cls"):
+            receiver_scanned = func in self.scans  # its first parameter is the instance (check_class)
+            for i, param in enumerate(params):
+                if param.annotation is None or (i == 0 and receiver_scanned):
                     continue
                 if not isinstance(param.annotation, (ast.Name, ast.Attribute, ast.Constant)):
                     continue
@@ -513,20 +651,62 @@ class _State:
             scan = known.top if known is not None else _Scan(func, None)
             for name in scan.rebound:
                 typed.pop(name, None)
+            for name in list(typed):
+                if (name, "") in scan.guards:
+                    typed.pop(name)
             for call in scan.calls:
                 value = call.func.value  # type: ignore[attr-defined]
                 if not (isinstance(value, ast.Name) and value.id in typed):
                     continue
                 key = typed[value.id]
                 name = call.func.attr  # type: ignore[attr-defined]
-                if name.startswith("__") and name.endswith("__") or self.type_ignored(call):
+                if name.startswith("__") and name.endswith("__") or self.type_ignored(call.func):
                     continue
                 hier = self.view.hierarchy(key)
-                if not self.checkable(key, hier) or name in hier.members:
+                if not self.checkable(key, hier) or self.defined(key, hier, name):
                     continue
                 if self.subclass_provides(key, name, outside=False) or self.guarded(call, func, value.id, name, scan.guards):
                     continue
                 yield self.report(call.func, key[1].rsplit(".", 1)[-1], name, hier.members, Confidence.INFERENCE)
+
+    # ------------------------------------------------------------------ locals bound to framework wrappers
+    def check_wrapped(self, functions: list) -> Iterator[Finding]:
+        """``model = DDP(model)`` (a local bound once to a framework wrapper of :data:`WRAPPERS`),
+        then ``model.m()`` after it where the wrapper's class has no ``m``: DDP forwards
+        ``.module``, not arbitrary methods (its catalog entry lists what it provides)."""
+        text = self.ctx.source.text
+        if not any(w.rsplit(".", 1)[-1] in text for w in WRAPPERS):
+            return
+        for func in functions:
+            bound: dict[str, tuple[CatalogEntry, int]] = {}
+            stores: dict[str, int] = {}
+            for node in _walk_function(func):
+                kind = node.__class__
+                if kind is ast.Name and node.ctx.__class__ is not ast.Load:
+                    stores[node.id] = stores.get(node.id, 0) + 1
+                elif kind is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name \
+                        and node.value.__class__ is ast.Call:
+                    entry = self.view.resolve(qualify(node.value.func, self.imports), self.file_no)
+                    if isinstance(entry, CatalogEntry) and entry.qualname in WRAPPERS and not entry.dynamic:
+                        bound[node.targets[0].id] = (entry, node.end_lineno or node.lineno)
+            bound = {n: v for n, v in bound.items() if stores.get(n) == 1}
+            if not bound:
+                continue
+            known = self.scans.get(func)
+            scan = known.top if known is not None else _Scan(func, None)
+            for call in scan.calls:
+                value = call.func.value  # type: ignore[attr-defined]
+                if value.__class__ is not ast.Name or value.id not in bound:
+                    continue
+                entry, after = bound[value.id]
+                name = call.func.attr  # type: ignore[attr-defined]
+                if call.lineno <= after or name in entry.members or name.startswith("__") and name.endswith("__"):
+                    continue
+                if self.type_ignored(call.func) or self.guarded(call, func, value.id, name, scan.guards):
+                    continue
+                if self.view.stored_on_catalog(entry, name):
+                    continue
+                yield self.report(call.func, entry.qualname.rsplit(".", 1)[-1], name, entry.members, Confidence.HIGH)
 
     # ------------------------------------------------------------------ the accessor fix
     def accessor_fix(self, key: ClassKey, hier: Hierarchy, class_node: ast.ClassDef, name: str):
@@ -571,9 +751,46 @@ class _State:
         else:  # __init__ ends the file without a final newline
             position = (end, len(src.line_text(end)))
             text = nl + text.rstrip("\r\n")
+        added = [name for name in (getter, setter) if name not in hier.members]
+        applicability = Applicability.UNSAFE if self.existence_observed(added) else Applicability.SAFE
         return self.ctx.make_fix([Edit(position, position, text)],
                                  f"add {' and '.join(c.split('(')[0].split()[-1] for c in chunks)} "
-                                 f"returning self.{path}", Applicability.SAFE)
+                                 f"returning self.{path}", applicability)
+
+    def existence_observed(self, names: list[str]) -> bool:
+        """True when code of this file may behave differently once methods ``names`` exist, beyond
+        the calls that raise today (fix applicability): a string literal naming one (``hasattr(self,
+        "set_input_embeddings")``, ``getattr(m, "get_input_embeddings", None)``), or a use of one
+        inside a ``try`` whose handler may catch ``AttributeError`` or inside a ``with`` whose context
+        manager sees the exception (anything but the grad-mode ones). Other files are not searched.
+        """
+        wanted = set(names)
+        for node in self.ctx.nodes_of(ast.Constant):
+            if isinstance(node.value, str) and node.value in wanted:
+                return True
+        for node in self.ctx.nodes_of(ast.Attribute):
+            if node.attr in wanted and self._exception_observed(node):
+                return True
+        return False
+
+    def _exception_observed(self, node: ast.AST) -> bool:
+        """True when an ``AttributeError`` raised at ``node`` may be seen before leaving its function."""
+        child = node
+        for anc in self.ctx.ancestors(node):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return False
+            if isinstance(anc, ast.Try) and any(child is stmt for stmt in anc.body):
+                for handler in anc.handlers:
+                    names = _handler_names(handler.type) if handler.type is not None else {"BaseException"}
+                    if CATCHING & names or any(not _builtin_exception(n) for n in names):
+                        return True
+            if isinstance(anc, (ast.With, ast.AsyncWith)) and any(child is stmt for stmt in anc.body):
+                if not all(isinstance(item.context_expr, ast.Call)
+                           and (dotted_name(item.context_expr.func) or "").rsplit(".", 1)[-1] in TRANSPARENT_CMS
+                           for item in anc.items):
+                    return True
+            child = anc
+        return False
 
     def accessor_target(self, kind: str, init: ast.FunctionDef) -> str | None:
         """The attribute path an accessor of ``kind`` should return, found in ``__init__``."""
@@ -658,10 +875,12 @@ class _Scan:
     entered). ``top`` is the :class:`_ScanView` of the nodes outside nested functions and lambdas,
     i.e. the result of ``_Scan(func, None)``, so one pass serves both uses."""
 
-    __slots__ = ("calls", "rebound", "guards", "stores", "top")
+    __slots__ = ("calls", "rebound", "guards", "stores", "top", "refs")
 
     def __init__(self, func: ast.AST, receiver: str | None):
         calls: list[ast.Call] = []
+        refs: list[tuple[ast.Attribute, ast.AST]] = []
+        self.refs = refs
         rebound: set[str] = set()
         guards: set[tuple[str, str]] = set()
         stores: list[tuple[str, ast.AST | None]] = []
@@ -699,10 +918,32 @@ class _Scan:
                     const = node.args[1]
                     if isinstance(const, ast.Constant) and isinstance(const.value, str):
                         target = node.args[0]
-                        text = "super()" if _is_super(target) else dotted_name(target) or ""
-                        guards.add((text, const.value))
-                        if not depth and receiver is not None:
-                            top_guards.add((text, const.value))
+                        if func_node.id == "getattr" and len(node.args) == 2 and not node.keywords:
+                            # getattr(self, "m") without a default is an attribute read like self.m
+                            ref = ast.Attribute(value=target, attr=const.value, ctx=ast.Load())
+                            ref.lineno, ref.col_offset = node.lineno, node.col_offset
+                            ref.end_lineno, ref.end_col_offset = node.end_lineno, node.end_col_offset
+                            refs.append((ref, node))
+                        else:
+                            text = "super()" if _is_super(target) else dotted_name(target) or ""
+                            guards.add((text, const.value))
+                            if not depth and receiver is not None:
+                                top_guards.add((text, const.value))
+                elif func_node.__class__ is ast.Name and func_node.id in ("isinstance", "issubclass", "type") \
+                        and node.args and node.args[0].__class__ is ast.Name:
+                    guards.add((node.args[0].id, ""))  # the receiver's type is inspected (narrowed)
+                    if not depth and receiver is not None:
+                        top_guards.add((node.args[0].id, ""))
+                if receiver is not None:
+                    callee = func_node.attr if func_node.__class__ is ast.Attribute else \
+                        func_node.id if func_node.__class__ is ast.Name else ""
+                    if callee in CALLABLE_TAKERS or _HOOK_CALL.fullmatch(callee):
+                        for arg in node.args:
+                            if arg.__class__ is ast.Attribute:
+                                refs.append((arg, arg))
+                    for kw in node.keywords:
+                        if kw.arg in CALLABLE_KEYWORDS and kw.value.__class__ is ast.Attribute:
+                            refs.append((kw.value, kw.value))
                 if receiver is not None and node.args:
                     stores.extend(_self_stores(node, receiver))
             elif kind is ast.ClassDef:
@@ -732,6 +973,35 @@ class _Scan:
                     extend([v for v in value if v is not None] if name in _HOLEY else value)
                 else:
                     push(value)
+
+
+def _walk_function(func: ast.AST) -> list[ast.AST]:
+    """The nodes of a function outside nested functions, lambdas and classes."""
+    out = child_nodes(func)
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        if node.__class__ in _FUNCTION_KINDS or node.__class__ is ast.ClassDef:
+            continue
+        for name in _CHILD_FIELDS[node.__class__]:
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if value.__class__ is list:
+                out.extend([v for v in value if v is not None] if name in _HOLEY else value)
+            else:
+                out.append(value)
+    return out
+
+
+def _uses(scan: _Scan) -> Iterator[tuple[ast.Attribute, ast.AST]]:
+    """``(attribute node, anchor)`` of each use of an attribute as a method in a scan: the calls
+    (anchor: the call), then the references (``partial(self.m)``, ``register_forward_hook(self.m)``,
+    ``getattr(self, "m")``; anchor: the node in the tree, for the guard and ignore checks)."""
+    for call in scan.calls:
+        yield call.func, call  # type: ignore[misc]
+    yield from scan.refs
 
 
 def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None = None) -> bool:

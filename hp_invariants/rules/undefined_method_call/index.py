@@ -28,7 +28,7 @@ from typing import Iterable, NamedTuple
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_nodes, dotted_name, walk_nodes
 from hp_invariants.project import ProjectFacts, content_digest
 
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
 
 UNKNOWN = "?"
@@ -41,9 +41,14 @@ _ABSTRACT_DECORATORS = frozenset({"abstractmethod", "abstractproperty", "abstrac
 _ASSIGN_CALLS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter",
                            "insert_param_to_cell", "insert_child_to_cell"})
 _DYNAMIC_MEMBERS = frozenset({"__getattr__", "__getattribute__"})
+VALUE_USE = "&"
+"""Prefix of a ``FileSummary.constructed`` entry for a class passed on as a value (not called)."""
+_NOT_USES = frozenset({"isinstance", "issubclass", "super", "type", "hasattr", "getattr", "cast",
+                        "TypeVar", "NewType"})
+"""Calls whose class arguments are inspected, not used to build instances (see ``FileSummary.constructed``)."""
 FACTORY_METHODS = frozenset({"from_pretrained", "from_config", "_from_config", "from_dict", "from_float",
                              "from_observed", "from_module", "create", "build"})
-"""``Cls.<factory>(...)`` counts as constructing ``Cls`` (see :meth:`ClassIndex.constructed`)."""
+"""``Cls.<factory>(...)`` counts as constructing ``Cls`` (see :meth:`ClassIndex.used`)."""
 
 
 class ClassSummary(NamedTuple):
@@ -57,7 +62,8 @@ class ClassSummary(NamedTuple):
     does not name (``__getattr__``, ``setattr(self, name, ...)`` with a computed name,
     ``self.__dict__`` updates, ``exec``/``locals()`` in the body); ``abstract``: has an
     ``@abstractmethod`` or an ``ABC``/``ABCMeta`` base; ``decorators``: qualified names of the
-    class decorators.
+    class decorators; ``abstracts``: names of its own ``@abstractmethod`` members (a subclass
+    that defines them all, without listing ``ABC`` itself, is concrete).
     """
 
     qualname: str
@@ -68,6 +74,7 @@ class ClassSummary(NamedTuple):
     dynamic: bool
     abstract: bool
     decorators: tuple[str, ...]
+    abstracts: frozenset[str] = frozenset()
 
 
 class FileSummary(NamedTuple):
@@ -75,15 +82,27 @@ class FileSummary(NamedTuple):
 
     ``imports`` maps a module-level name to the qualified name it denotes (``""`` when bound in
     several conflicting ways); ``star``: modules imported with ``*``; ``constructed``: names that
-    are called somewhere in the file (``Foo(...)``, ``mod.Foo(...)``, ``Foo.from_pretrained(...)``
-    and the other :data:`FACTORY_METHODS`; capitalized names and the names of classes defined in
-    the file are kept), used to tell mixins from instantiated classes; ``patched``: ``(qualified class, attr)``
+    are used as classes that may be instantiated somewhere in the file: called (``Foo(...)``,
+    ``mod.Foo(...)``, ``Foo.from_pretrained(...)`` and the other :data:`FACTORY_METHODS`) or passed
+    on as a value (an argument, an assigned, returned or registered value, a branch of a
+    conditional expression: ``X = A if c else B``, ``{"a": A}``, ``register(A)``); not
+    ``isinstance``/``issubclass`` arguments, bases or annotations. Each is the qualified name
+    (``pkg.mod.Foo``) where the file's imports name it, else ``?Foo`` (a function-local import, an
+    attribute of a local); capitalized names and the names of classes defined in the file are
+    kept; a class passed on as a value is prefixed with :data:`VALUE_USE` (``&pkg.mod.Foo``). Used
+    to tell mixins and bases from instantiated classes (see :meth:`ClassIndex.used`); ``patched``: ``(qualified class, attr)``
     pairs assigned from outside the class (``Foo.attr = ...``, ``setattr(Foo, "attr", ...)``), and
     by a class decorator of the same file that assigns onto its parameter (``cls.attr = ...``); a
     module-level function that assigns onto its first parameter (or a nested function's, for a
     decorator factory) also records ``("<module>.<function>()", attr)`` pairs, so that a class
     decorated with it from another file is known to gain members (``*``: computed names). See
-    :func:`decorator_adds` and :meth:`ClassIndex.decorator_adds`.
+    :func:`decorator_adds` and :meth:`ClassIndex.decorator_adds`. ``stores``: ``(class, attr)``
+    for each attribute stored on a receiver other than a class, a module or the method's own
+    ``self`` (``module.fn = ...`` in a walk over submodules, ``callback.log = ...``, a helper's
+    ``encoder.model = ...``, ``self.child.attr = ...``): ``class`` is the qualified class the
+    receiver is bound to when every binding of that name in the file is a constructor call or an
+    annotation (``self.child`` built by one constructor in ``__init__``), else ``""`` (unknown:
+    may be an instance of any class). Computed names on unknown receivers are not recorded.
     """
 
     module: str
@@ -93,6 +112,7 @@ class FileSummary(NamedTuple):
     classes: tuple[ClassSummary, ...]
     constructed: frozenset[str]
     patched: tuple[tuple[str, str], ...]
+    stores: tuple[tuple[str, str], ...] = ()
 
 
 # ---------------------------------------------------------------------- module names
@@ -136,6 +156,7 @@ class _Summarizer:
         self.raw_classes: list[tuple[str, ast.ClassDef]] = []
         self.module_classes: set[str] = set()
         self.aliases: dict[str, str] = {}
+        self.class_stores: list[tuple[str, str]] = []
 
     # -- imports
     def _package(self, level: int) -> str:
@@ -248,6 +269,23 @@ class _Summarizer:
         return qualify(node, imports)
 
     # -- classes
+    def chain_stores(self, chains: list, imports: dict[str, str]) -> None:
+        """Record the stores on ``self.child`` of one class as ``(class of child or "", attr)``:
+        typed when ``child`` is bound in ``__init__`` by one constructor call of a class only."""
+        ctors: dict[str, set[str]] = {}
+        for child, value in chains:
+            if child.startswith("="):
+                ctors.setdefault(child[1:], set()).add(qualify(value, imports))
+        for child, attr in chains:
+            if child.startswith("="):
+                continue
+            types = ctors.get(child)
+            if types is not None and len(types) == 1 and UNKNOWN not in types and \
+                    next(iter(types)).rsplit(".", 1)[-1].lstrip("_")[:1].isupper():
+                self.class_stores.append((_intern(next(iter(types))), _intern(attr)))
+            else:
+                self.class_stores.append(("", _intern(attr)))
+
     def class_summary(self, qual: str, node: ast.ClassDef, imports: dict[str, str]) -> ClassSummary:
         bases = tuple(_intern(_base_name(b, imports)) for b in node.bases)
         metaclass = ""
@@ -259,46 +297,140 @@ class _Summarizer:
                 bases += (UNKNOWN,)  # class C(**kwargs): cannot tell
         decorators = tuple(_intern(self.qualify(d.func if isinstance(d, ast.Call) else d, imports))
                            for d in node.decorator_list)
-        members, body_dynamic, abstract = class_members(node)
+        chains: list = []
+        members, body_dynamic, abstracts = class_members(node, chains)
+        if chains:
+            self.chain_stores(chains, imports)
         dynamic = body_dynamic or bool(members & _DYNAMIC_MEMBERS)
-        abstract = abstract or metaclass in _ABC_NAMES or any(b in _ABC_NAMES for b in bases)
+        abstract = bool(abstracts) or metaclass in _ABC_NAMES or any(b in _ABC_NAMES for b in bases)
         if self.nodes is not None:
             self.nodes[qual] = node
         return ClassSummary(_intern(qual), node.lineno, bases, _intern(metaclass),
-                            frozenset(_intern(m) for m in members), dynamic, abstract, decorators)
+                            frozenset(_intern(m) for m in members), dynamic, abstract, decorators,
+                            frozenset(_intern(m) for m in abstracts))
 
     def run(self, tree: ast.Module) -> FileSummary:
         self.module_scope(tree.body, "", in_function=False)
         imports = self.build_imports()
         classes = tuple(self.class_summary(q, n, imports) for q, n in self.raw_classes)
-        constructed: set[str] = set()
+        uses: set[str] = set()
         local_classes = {q.rsplit(".", 1)[-1] for q, _ in self.raw_classes}
         patched: set[tuple[str, str]] = set()
-        for node in walk_nodes(tree):  # order-free: sets only
+        stores: set[tuple[str, str]] = set(self.class_stores)
+        receivers: list[tuple[str, str]] = []  # (receiver name, attr) of stores on plain names
+        typed: dict[str, set[str]] = {}  # name -> classes it is bound to (constructor call, annotation)
+        untyped: set[str] = set()
+        skip: set[int] = set()  # ids of nodes not to read as uses / bindings
+        called: set[str] = set()  # last names of every callee (Name ids and attribute names)
+        aliases: list[tuple[str, ast.AST]] = []  # X = A / self.x = A: A is used when X is called
+
+        def use(node: ast.AST, value: bool = True) -> None:
+            kind = node.__class__
+            simple = node.id if kind is ast.Name else node.attr if kind is ast.Attribute else None
+            if simple is None or not (simple.lstrip("_")[:1].isupper() or simple in local_classes):
+                return
+            qual = qualify(node, imports)
+            qual = qual if qual != UNKNOWN else UNKNOWN + simple
+            uses.add(_intern(VALUE_USE + qual if value else qual))
+
+        for node in walk_nodes(tree):  # parents before children (breadth-first)
             kind = node.__class__
             if kind is ast.Call:
                 func = node.func
-                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-                if name and (name.lstrip("_")[:1].isupper() or name in local_classes):
-                    constructed.add(_intern(name))
-                if name in FACTORY_METHODS and isinstance(func, ast.Attribute):
-                    owner = func.value.attr if isinstance(func.value, ast.Attribute) else getattr(func.value, "id", None)
-                    if owner:
-                        constructed.add(_intern(owner))  # Model.from_pretrained(...) builds a Model
-                if name == "setattr" and isinstance(func, ast.Name) and len(node.args) >= 2:
+                use(func, False)
+                name = func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else None
+                called.add(name)
+                if name in FACTORY_METHODS and func.__class__ is ast.Attribute:
+                    use(func.value, False)  # Model.from_pretrained(...) builds a Model
+                if name in _NOT_USES:
+                    skip.update(id(a) for a in node.args)
+                else:
+                    for arg in node.args:
+                        use(arg)
+                    for kw in node.keywords:
+                        use(kw.value)
+                if name == "setattr" and func.__class__ is ast.Name and len(node.args) >= 2:
                     owner = dotted_name(node.args[0])
-                    if owner and owner.split(".")[0] not in ("self", "cls"):
+                    if not owner or owner.split(".")[0] not in ("self", "cls"):
                         attr = _const_str(node.args[1])
-                        # a computed name (setattr(Cls, f"_{op}", fn) in a loop) makes the class dynamic
-                        patched.add((_intern(qualify(node.args[0], imports)), _intern(attr if attr else "*")))
-            elif kind is ast.Attribute and node.ctx.__class__ is ast.Store:
-                owner = dotted_name(node.value)
-                if owner and owner.split(".")[0] not in ("self", "cls") and owner[:1].isupper() | ("." in owner):
-                    patched.add((_intern(qualify(node.value, imports)), _intern(node.attr)))
+                        qual = qualify(node.args[0], imports) if owner else UNKNOWN
+                        if qual != UNKNOWN:
+                            # a computed name (setattr(Cls, f"_{op}", fn) in a loop) makes the class dynamic
+                            patched.add((_intern(qual), _intern(attr if attr else "*")))
+                        elif attr:  # on an instance of unknown class (computed names: not counted)
+                            target = node.args[0]
+                            if target.__class__ is ast.Name:
+                                receivers.append((target.id, attr))
+                            else:
+                                stores.add(("", _intern(attr)))
+            elif kind is ast.Attribute:
+                if node.ctx.__class__ is not ast.Store:
+                    continue
+                value = node.value
+                owner = dotted_name(value)
+                if owner and owner.split(".")[0] in ("self", "cls"):
+                    continue  # the class's own members (see class_members)
+                qual = qualify(value, imports) if owner else UNKNOWN
+                if qual != UNKNOWN:
+                    patched.add((_intern(qual), _intern(node.attr)))
+                elif value.__class__ is ast.Name:
+                    receivers.append((value.id, node.attr))
+                else:  # x.y.attr = ..., xs[0].attr = ..., f().attr = ...: an instance of unknown class
+                    stores.add(("", _intern(node.attr)))
+            elif kind is ast.Assign:
+                value = node.value
+                targets = node.targets
+                if len(targets) == 1 and targets[0].__class__ is ast.Name and value.__class__ is ast.Call:
+                    qual = qualify(value.func, imports)
+                    last = qual.rsplit(".", 1)[-1]
+                    if qual != UNKNOWN and last.lstrip("_")[:1].isupper():
+                        typed.setdefault(targets[0].id, set()).add(qual)
+                        skip.add(id(targets[0]))
+                if value.__class__ is ast.Name or value.__class__ is ast.Attribute:
+                    for target in targets:
+                        if target.__class__ is ast.Name:
+                            aliases.append((target.id, value))
+                        elif target.__class__ is ast.Attribute:
+                            aliases.append((target.attr, value))
+            elif kind is ast.Name:
+                if node.ctx.__class__ is not ast.Load and id(node) not in skip:
+                    untyped.add(node.id)
+            elif kind is ast.arg:
+                ann = node.annotation
+                qual = qualify(ann, imports) if ann is not None and ann.__class__ in (ast.Name, ast.Attribute) else UNKNOWN
+                if qual == UNKNOWN:
+                    untyped.add(node.arg)
+                else:
+                    typed.setdefault(node.arg, set()).add(qual)
+            elif kind is ast.Return:
+                if node.value is not None:
+                    use(node.value)
+            elif kind is ast.IfExp:
+                use(node.body)
+                use(node.orelse)
+            elif kind is ast.Dict:
+                for value in node.values:
+                    use(value)
+            elif kind is ast.Tuple or kind is ast.List or kind is ast.Set:
+                if id(node) not in skip:
+                    for elt in node.elts:
+                        use(elt)
+            elif kind is ast.Subscript:
+                skip.add(id(node.slice))  # Union[A, B], Tuple[A, B]: annotations, not uses
+        for name, value in aliases:  # an alias (re-export, class attribute) is a use only if called
+            if name in called:
+                use(value)
+        for name, attr in receivers:
+            types = typed.get(name)
+            if types is None or name in untyped:
+                stores.add(("", _intern(attr)))
+            else:
+                stores.update((_intern(t), _intern(attr)) for t in types)
         _decorator_patches(tree, self.module, self.raw_classes, imports, patched)
         patched.discard(("?", ""))
         return FileSummary(_intern(self.module), self.is_package, imports, tuple(self.star), classes,
-                           frozenset(constructed), tuple(sorted(p for p in patched if p[0] != UNKNOWN)))
+                           frozenset(uses), tuple(sorted(p for p in patched if p[0] != UNKNOWN)),
+                           tuple(sorted(stores)))
 
 
 def decorator_adds(func: ast.AST) -> set[str]:
@@ -446,8 +578,14 @@ def _const_str(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def class_members(node: ast.ClassDef) -> tuple[set[str], bool, bool]:
-    """Return ``(members, dynamic, abstract)`` of one class statement.
+def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[str], bool, set[str]]:
+    """Return ``(members, dynamic, abstracts)`` of one class statement (``abstracts``: the names
+    of its ``@abstractmethod`` members).
+
+    When ``chains`` is a list, the stores its methods make on attributes of the instance
+    (``self.child.attr = ...``) are appended to it as ``(child, attr)``, ``child`` being ``""`` for
+    longer chains; and ``("=child", ctor)`` records ``self.child = Ctor(...)`` in ``__init__``
+    (``ctor``: the callee expression node), so the caller can type the receiver.
 
     Members: names bound in the class body (defs, assignments, imports, nested classes), names
     assigned through the first parameter of its methods (``self.x = ...``, ``cls.x = ...``,
@@ -458,11 +596,11 @@ def class_members(node: ast.ClassDef) -> tuple[set[str], bool, bool]:
     """
     members: set[str] = set()
     dynamic = False
-    abstract = False
+    abstract: set[str] = set()
     methods: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
 
     def body_scope(body: Iterable[ast.stmt]) -> None:
-        nonlocal dynamic, abstract
+        nonlocal dynamic
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 members.add(stmt.name)
@@ -470,7 +608,7 @@ def class_members(node: ast.ClassDef) -> tuple[set[str], bool, bool]:
                 for dec in stmt.decorator_list:
                     dname = dotted_name(dec.func if isinstance(dec, ast.Call) else dec) or ""
                     if dname.rsplit(".", 1)[-1] in _ABSTRACT_DECORATORS:
-                        abstract = True
+                        abstract.add(stmt.name)
                     # @x.setter / @x.deleter keep the property name
             elif isinstance(stmt, ast.ClassDef):
                 members.add(stmt.name)
@@ -498,14 +636,27 @@ def class_members(node: ast.ClassDef) -> tuple[set[str], bool, bool]:
         args = method.args.posonlyargs + method.args.args
         receiver = args[0].arg if args else None
         receivers = {receiver} if receiver else set()
+        in_init = method.name == "__init__" and chains is not None
         for sub in _walk_method(method):
             kind = sub.__class__
             if kind is ast.Name or kind is ast.Constant:  # the commonest nodes: nothing to record
                 continue
+            if in_init and kind is ast.Assign and len(sub.targets) == 1 and sub.value.__class__ is ast.Call:
+                target = sub.targets[0]
+                if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
+                        target.value.id in receivers:
+                    chains.append(("=" + target.attr, sub.value.func))
             if kind is ast.Attribute and isinstance(sub.ctx, (ast.Store, ast.Del)):
                 base = sub.value
                 if isinstance(base, ast.Name) and base.id in receivers:
                     members.add(sub.attr)
+                elif chains is not None and base.__class__ is ast.Attribute and isinstance(sub.ctx, ast.Store):
+                    root = base
+                    while root.__class__ is ast.Attribute:
+                        root = root.value
+                    if root.__class__ is ast.Name and root.id in receivers:
+                        inner = base.value
+                        chains.append((base.attr if inner.__class__ is ast.Name else "", sub.attr))
                 elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type":
                     members.add(sub.attr)
                 elif isinstance(base, ast.Attribute) and base.attr == "__class__":
@@ -654,8 +805,11 @@ class Hierarchy:
     ``inherited``: the members of the strict ancestors only (what ``super()`` can reach);
     ``unknown``: some ancestor or the metaclass could not be resolved; ``dynamic``: some class
     defines ``__getattr__``/``__getattribute__`` (registry ``__getattr__`` of ``nn.Module`` and
-    ``mindspore.nn.Cell`` excepted) or sets computed names; ``abstract``: the class or a project
-    ancestor is abstract; ``catalog``: catalog entries reached; ``is_type``: a metaclass.
+    ``mindspore.nn.Cell`` excepted) or sets computed names; ``abstract``: the class itself is
+    abstract: it lists ``ABC``/``ABCMeta`` as a base or metaclass, or some ``@abstractmethod`` of
+    its MRO has no concrete definition in it (a subclass that implements every abstract method of
+    an ABC ancestor is concrete); ``catalog``: catalog entries reached; ``is_type``: a metaclass;
+    ``pending``: the abstract method names still without a concrete definition.
     """
 
     key: ClassKey
@@ -668,6 +822,7 @@ class Hierarchy:
     catalog: tuple[str, ...]
     is_type: bool
     inherited: frozenset[str] = frozenset()
+    pending: frozenset[str] = frozenset()
 
 
 class ClassIndex:
@@ -692,8 +847,14 @@ class ClassIndex:
         self._resolve_memo: dict[tuple[str, str], object] = {}
         self._hier_memo: dict[ClassKey, Hierarchy] = {}
         self._children: dict[ClassKey, list[ClassKey]] | None = None
-        self._constructed: frozenset[str] | None = None
+        self._used: dict[tuple[ClassKey, bool], bool] = {}
+        self._uses_by_name: dict[str, list[tuple[int, str]]] | None = None
+        self._class_names: dict[str, int] = {}
+        self._by_top = frozenset(m.split(".")[0] for m in self._by_module)
+        self._test_files: dict[int, bool] = {}
+        self._stores: dict[str, list[tuple[int, str]]] | None = None
         self._name_children: dict[str, list[ClassKey]] | None = None
+        self._possible_memo: dict[ClassKey, list[ClassKey]] = {}
         self._patched: dict[str, set[str]] | None = None
         self.stats = {"parsed": 0, "cached": 0, "failed": 0}
 
@@ -849,7 +1010,8 @@ class ClassIndex:
         ancestors: set[ClassKey] = set()
         unknown = False
         dynamic = summary.dynamic or "*" in patched
-        abstract = summary.abstract
+        abstract = summary.metaclass in _ABC_NAMES or any(b in _ABC_NAMES for b in summary.bases)
+        pending = set(summary.abstracts)
         is_type = False
         catalog: list[str] = []
         this_entry = self.catalog.get(self.class_name(key))
@@ -870,7 +1032,6 @@ class ClassIndex:
                 catalog.append(target.qualname)
                 dynamic |= target.dynamic
                 is_type |= target.qualname == "builtins.type"
-                abstract |= target.qualname == "abc.ABC"
             else:
                 sub = self.hierarchy(target)
                 ancestors.add(target)
@@ -878,11 +1039,13 @@ class ClassIndex:
                 members |= sub.members
                 unknown |= sub.unknown
                 dynamic |= sub.dynamic
-                abstract |= sub.abstract
+                pending |= sub.pending
                 is_type |= sub.is_type
                 catalog.extend(sub.catalog)
         if not summary.bases and summary.metaclass == "":
             members |= self.catalog["builtins.object"].members if "builtins.object" in self.catalog else set()
+        pending -= own - summary.abstracts
+        abstract = abstract or bool(pending)
         inherited = set()
         for base in summary.bases:
             target = self.resolve(base, key[0])
@@ -895,7 +1058,8 @@ class ClassIndex:
         if not summary.bases and "builtins.object" in self.catalog:
             inherited |= self.catalog["builtins.object"].members
         result = Hierarchy(key, frozenset(members), frozenset(own), frozenset(ancestors), unknown, dynamic,
-                           abstract, tuple(dict.fromkeys(catalog)), is_type, frozenset(inherited))
+                           abstract, tuple(dict.fromkeys(catalog)), is_type, frozenset(inherited),
+                           frozenset(pending))
         self._hier_memo[key] = result
         return result
 
@@ -959,6 +1123,9 @@ class ClassIndex:
     def possible_subclasses(self, key: ClassKey) -> list[ClassKey]:
         """:meth:`subclasses` plus classes whose unresolvable base has the same last name as
         ``key`` (``class S(platform.Base)`` for ``Base``), and their subclasses (for suppression)."""
+        memo = self._possible_memo.get(key)
+        if memo is not None:
+            return memo
         if self._name_children is None:
             by_name: dict[str, list[ClassKey]] = {}
             for i, summary in enumerate(self.files):
@@ -973,13 +1140,107 @@ class ClassIndex:
             if child not in out and child != key:
                 out.append(child)
                 out.extend(k for k in self.subclasses(child) if k not in out)
+        self._possible_memo[key] = out
         return out
 
-    def constructed(self, name: str) -> bool:
-        """True when some file of the project calls ``name(...)`` or ``x.name(...)``."""
-        if self._constructed is None:
-            self._constructed = frozenset().union(*(s.constructed for s in self.files))
-        return name in self._constructed
+    def stored_on_catalog(self, entry: CatalogEntry, name: str) -> bool:
+        """True when some file stores ``name`` on a receiver of unknown class or of class ``entry``."""
+        self.stored((-1, ""), "")  # builds the table
+        for i, owner in (self._stores or {}).get(name, ()):
+            if not owner or self.resolve(owner, i) in (None, entry):
+                return True
+        return False
+
+    def is_test(self, i: int) -> bool:
+        """True when file ``i`` is test code: a folder under the project root named ``test``,
+        ``tests``, ``testing``, ``unittests``, ``*_tests`` or ``test_*``, or a file named
+        ``test_*.py``, ``*_test.py`` or ``conftest.py``."""
+        found = self._test_files.get(i)
+        if found is None:
+            try:
+                parts = Path(os.path.relpath(self.paths[i], self.root)).parts
+            except ValueError:
+                parts = Path(self.paths[i]).parts
+            stem = parts[-1][:-3] if parts and parts[-1].endswith(".py") else (parts[-1] if parts else "")
+            found = stem.startswith("test_") or stem.endswith("_test") or stem == "conftest" or any(
+                p in ("test", "tests", "testing", "unittests") or p.endswith("_tests") or p.startswith("test_")
+                for p in parts[:-1])
+            self._test_files[i] = found
+        return found
+
+    def used(self, key: ClassKey, values: bool = True) -> bool:
+        """True when the class may be instantiated: some file constructs it or (when ``values``)
+        passes it on as a value (``FileSummary.constructed``, resolved to this very class; an
+        unqualified ``?Name`` counts when only one project class has that name). Uses in test code
+        count only for classes defined in test code: tests build mixins bare to test their own
+        methods. (Test frameworks hand test classes to functions that combine them with more
+        bases: the caller passes ``values=False`` for test classes.)"""
+        found = self._used.get((key, values))
+        if found is not None:
+            return found
+        if self._uses_by_name is None:
+            by_name: dict[str, list[tuple[int, str]]] = {}
+            names: dict[str, int] = {}
+            for i, summary in enumerate(self.files):
+                for name in summary.constructed:
+                    by_name.setdefault(name.rsplit(".", 1)[-1].lstrip(UNKNOWN + VALUE_USE), []).append((i, name))
+                for cls_summary in summary.classes:
+                    simple = cls_summary.qualname.rsplit(".", 1)[-1]
+                    names[simple] = names.get(simple, 0) + 1
+            self._uses_by_name, self._class_names = by_name, names
+        simple = key[1].rsplit(".", 1)[-1]
+        test_class = self.is_test(key[0])
+        found = False
+        for i, name in self._uses_by_name.get(simple, ()):
+            if not test_class and self.is_test(i):
+                continue
+            if name.startswith(VALUE_USE):
+                if not values:
+                    continue
+                name = name[1:]
+            if name.startswith(UNKNOWN):
+                if self._class_names.get(simple, 0) == 1:
+                    found = True
+                    break
+                continue
+            target = self.resolve(name, i)
+            if target == key:
+                found = True
+                break
+            if target is None and self._class_names.get(simple, 0) == 1 and name.split(".")[0] in self._by_top:
+                found = True  # a project name the index cannot follow (a class bound in a function)
+                break
+        self._used[(key, values)] = found
+        return found
+
+    def stored(self, key: ClassKey, name: str) -> bool:
+        """True when some file stores attribute ``name`` on a receiver that may be an instance of
+        the class: of unknown class, or bound to a class related to it by inheritance (either way:
+        an annotation admits subclasses, an instance of a subclass is an instance of the class)."""
+        if self._stores is None:
+            stores: dict[str, list[tuple[int, str]]] = {}
+            for i, summary in enumerate(self.files):
+                for owner, attr in summary.stores:
+                    stores.setdefault(attr, []).append((i, owner))
+            self._stores = stores
+        entries = self._stores.get(name)
+        if not entries:
+            return False
+        hier = None
+        for i, owner in entries:
+            if not owner:
+                return True
+            target = self.resolve(owner, i)
+            if target is None:
+                return True
+            if hier is None:
+                hier = self.hierarchy(key)
+            if isinstance(target, CatalogEntry):
+                if target.qualname in hier.catalog:
+                    return True
+            elif target == key or target in hier.ancestors or key in self.hierarchy(target).ancestors:
+                return True
+        return False
 
 
 # ---------------------------------------------------------------------- the rule's project facts
