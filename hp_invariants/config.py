@@ -32,7 +32,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11: the same parser, as the tomli backport
+    import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence

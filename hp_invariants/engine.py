@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from hp_invariants import suppressions
+from hp_invariants import newsyntax, suppressions
 from hp_invariants.config import Resolver, Settings
 from hp_invariants.context import FileContext
 from hp_invariants.discovery import iter_python_files
@@ -75,7 +75,10 @@ def parse(source: SourceFile) -> ast.Module:
     they are the compiler's business, not a finding of ours."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ast.parse(source.text, filename=source.path)
+        try:
+            return ast.parse(source.text, filename=source.path)
+        except SyntaxError as exc:  # valid for a later Python? (F0005, see hp_invariants.newsyntax)
+            raise newsyntax.explain(source.text, exc, source.path) from None
 
 
 def dead_worker_problem(path: str) -> FileProblem:

@@ -8,17 +8,23 @@ parsing and analysis errors become one :class:`~hp_invariants.model.FileProblem`
 * ``F0001 fatal``: the file cannot be read (missing, unreadable, a folder, a FIFO, a symlink loop);
 * ``F0002 analysis-error``: a rule raised, or the file is too deeply nested even for the deep stack;
 * ``F0003 analysis-timeout``: the per-file time budget (``timeout-per-file``) ran out;
-* ``F0004 file-too-large``: the file is over ``max-file-size`` and was not read.
+* ``F0004 file-too-large``: the file is over ``max-file-size`` and was not read;
+* ``F0005 needs-newer-python``: the file's syntax is valid only in a later Python than the running
+  one (``type X = int`` under 3.11; see :mod:`hp_invariants.newsyntax`), so it was not checked.
 
-:func:`guarded` runs the per-file work: under a SIGALRM time budget (:func:`time_budget`, main
-thread only), and, when it hits Python's recursion limit (deeply nested expressions in ``ast.parse``
-or in a rule's recursion), once more in a helper thread with a 512 MiB stack and a raised recursion
+:func:`guarded` runs the per-file work: under a budget of CPU time (:func:`time_budget`: a
+watchdog reads the main thread's CPU clock and signals it with ``SIGPROF``; main thread only;
+waiting for a core or blocking never counts), and,
+when it hits Python's recursion limit (deeply nested expressions in ``ast.parse`` or in a rule's
+recursion), once more in a helper thread with a 512 MiB stack and a raised recursion
 limit, so that generated code with long operator chains is still checked rather than rejected.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import signal
 import sys
 import threading
@@ -26,6 +32,7 @@ import time
 from typing import Any, Callable, Iterator, TypeVar
 
 from hp_invariants.model import FileProblem
+from hp_invariants.newsyntax import NewerSyntaxError
 from hp_invariants.source import FileTooLargeError, SourceDecodeError
 
 T = TypeVar("T")
@@ -51,61 +58,207 @@ class AnalysisTimeout(BaseException):
 
 
 # ---------------------------------------------------------------------- limits
-class _Budget:
-    active = False
+# The budget's clock is CPU time, never wall time: a file that waits for a core (``-j`` above the
+# core count, a loaded CI runner) or blocks (sleeps, waits on a lock or on I/O) spends none, so
+# waiting never looks like a slow file.
+#
+# Why not ``setitimer(ITIMER_PROF)``: the kernel checks process CPU-time timers only at a scheduler
+# tick that finds the process running. Under heavy contention a process runs in slices shorter than
+# a tick and the timer fires late or not at all: measured on the 2-core CI machine at load 10, a
+# 0.05 s ``ITIMER_PROF`` had not fired after 0.3 s of CPU in 10 of 30 tries (``ITIMER_VIRTUAL``: 3
+# of 30). The exact per-thread CPU clock (``clock_gettime`` of ``pthread_getcpuclockid``) does not
+# have that problem, so a watchdog thread reads it and signals the main thread.
+_SIGNAL = getattr(signal, "SIGPROF", None)
+_TIMER = getattr(signal, "ITIMER_PROF", None)
 
 
-def _on_alarm(signum: int, frame: Any) -> None:
-    if _Budget.active:
-        _Budget.active = False
+def _on_expiry(signum: int, frame: Any) -> None:
+    if _Watchdog.active:
+        _Watchdog.active = False
         raise AnalysisTimeout()
+
+
+def _cpu_clock_of(ident: int | None) -> Callable[[], float]:
+    """A clock of the CPU time of the thread ``ident`` (``pthread_getcpuclockid``); where there is
+    none (macOS), the process's CPU time (while a file is analysed the process does nothing else)."""
+    try:
+        clock = time.pthread_getcpuclockid(ident or 0)
+        time.clock_gettime(clock)
+    except (AttributeError, OSError):
+        return time.process_time
+    return functools.partial(time.clock_gettime, clock)
+
+
+class _Watchdog:
+    """One daemon thread per process that stops the main thread's work once it has used its CPU
+    budget, by sending it ``SIGPROF`` (whose handler, installed while a budget is armed, raises
+    :class:`AnalysisTimeout`). It sleeps for the CPU time left: a thread's CPU time grows at most as
+    fast as the wall clock, so it never wakes too late, and when the work waited meanwhile it just
+    sleeps again for what is left."""
+
+    active = False  #: a budget is armed (read by the signal handler)
+    cond = threading.Condition()
+    clock: Callable[[], float] = time.process_time
+    deadline: float | None = None  #: on ``clock``; None while nothing is armed (or paused)
+    thread: threading.Thread | None = None
+    pid = 0
+
+    @classmethod
+    def ensure_running(cls) -> bool:
+        """Start the watchdog of this process (again after a fork); False if no thread can start."""
+        if cls.thread is not None and cls.pid == os.getpid() and cls.thread.is_alive():
+            return True
+        thread = threading.Thread(target=cls._watch, name="hp-invariants-budget", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # cannot start a thread (out of memory / threads)
+            return False
+        cls.thread, cls.pid = thread, os.getpid()
+        return True
+
+    @classmethod
+    def _before_fork(cls) -> None:
+        """Stop an idle watchdog before this process forks (the ``-j`` pool): a forked child gets
+        no copy of the thread anyway (it starts its own on first use), and Python 3.12+ warns
+        about forking a process that has threads. A watchdog guarding an armed budget stays."""
+        thread = cls.thread
+        if thread is None or cls.pid != os.getpid() or cls.active or not thread.is_alive():
+            return
+        with cls.cond:
+            cls.stop = thread
+            cls.cond.notify_all()
+        thread.join(1.0)
+        cls.thread = None
+
+    stop: threading.Thread | None = None  #: the watchdog thread asked to end
+
+    @classmethod
+    def _after_fork_in_child(cls) -> None:
+        cls.cond = threading.Condition()
+        cls.thread, cls.deadline, cls.active, cls.wake_at, cls.stop = None, None, False, float("inf"), None
+
+    wake_at = float("inf")  #: wall time (monotonic) at which the watchdog wakes up next on its own
+
+    @classmethod
+    def _watch(cls) -> None:
+        main = threading.main_thread().ident
+        me = threading.current_thread()
+        with cls.cond:
+            while True:
+                if cls.stop is me:
+                    cls.stop = None
+                    return
+                if cls.deadline is None:
+                    cls.wake_at = float("inf")
+                    cls.cond.wait()
+                    continue
+                left = cls.deadline - cls.clock()
+                if left > 0:
+                    left = max(left, 0.001)
+                    cls.wake_at = time.monotonic() + left
+                    cls.cond.wait(left)
+                    continue
+                cls.deadline = None
+                if cls.active and main is not None:
+                    signal.pthread_kill(main, _SIGNAL)
+
+    @classmethod
+    def _set(cls, deadline: float, seconds: float) -> None:
+        """Arm ``deadline`` (``seconds`` of CPU from now); wake the watchdog only if its next
+        wake-up comes too late. It need not be woken otherwise, nor when a budget ends: CPU time
+        grows at most as fast as the wall clock, so ``seconds`` of CPU cannot run out before
+        ``seconds`` of wall time, and at its next wake-up the watchdog reads the new deadline."""
+        cls.deadline = deadline
+        cls.active = True
+        if time.monotonic() + seconds < cls.wake_at:
+            cls.cond.notify()
+
+    @classmethod
+    def arm(cls, seconds: float, clock: Callable[[], float]) -> None:
+        with cls.cond:
+            cls.clock = clock
+            cls._set(clock() + seconds, seconds)
+
+    @classmethod
+    def disarm(cls) -> None:
+        cls.active = False  # first, without the lock: a SIGPROF already on its way is now ignored
+        with cls.cond:
+            cls.deadline = None
+
+    @classmethod
+    def pause(cls) -> float:
+        cls.active = False
+        with cls.cond:
+            left = (cls.deadline - cls.clock()) if cls.deadline is not None else 0.0
+            cls.deadline = None
+        return left
+
+    @classmethod
+    def resume(cls, left: float) -> None:
+        with cls.cond:
+            left = max(left, 0.001)
+            cls._set(cls.clock() + left, left)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_Watchdog._before_fork, after_in_child=_Watchdog._after_fork_in_child)
+
+
+def cpu_time_available() -> bool:
+    """Whether :func:`time_budget` can be armed at all on this platform (``SIGPROF`` and
+    ``pthread_kill``: Linux, macOS, the BSDs; not Windows)."""
+    return _SIGNAL is not None and hasattr(signal, "pthread_kill")
 
 
 @contextlib.contextmanager
 def time_budget(seconds: float | None) -> Iterator[bool]:
-    """Raise :class:`AnalysisTimeout` in the body if it runs longer than ``seconds``.
+    """Raise :class:`AnalysisTimeout` in the body once it has used ``seconds`` of CPU time.
 
-    Uses ``signal.setitimer(ITIMER_REAL)`` and SIGALRM, so it only works in the main thread of a
-    process (the CLI, its ``-j`` worker processes, pylint); elsewhere, on platforms without
-    ``setitimer``, with ``seconds`` falsy, or when some other code already has a timer armed (a
-    test harness, say: it is left alone), the body runs without a budget. Yields whether the budget
-    is armed. The previous SIGALRM handler is restored on exit.
+    The clock is the CPU time of the calling (main) thread, not wall time, so a file that waits for
+    a core (many ``-j`` workers on few cores, a loaded CI runner) or blocks (sleeps, waits on a lock
+    or on I/O) is never stopped for it; only computation counts. A watchdog thread (one per
+    process, started on first use) reads that clock and, when the budget is spent, sends the main
+    thread ``SIGPROF``; the handler, installed only while the budget is armed, raises.
+
+    Signal handlers run only in the main thread, so the budget is armed only there; elsewhere, on
+    platforms without ``SIGPROF``/``pthread_kill`` (Windows), with ``seconds`` falsy, or while some
+    other code has a CPU-time interval timer (``ITIMER_PROF``, e.g. a sampling profiler) armed (its
+    ``SIGPROF`` is left to its own handler), the body runs without a budget. Yields whether the
+    budget is armed. The previous ``SIGPROF`` handler is restored on exit; no interval timer
+    (``ITIMER_REAL``/``SIGALRM``, ``ITIMER_VIRTUAL``, ``ITIMER_PROF``) is ever touched.
     """
     if (
         not seconds
         or seconds <= 0
-        or _Budget.active
-        or not hasattr(signal, "setitimer")
+        or _Watchdog.active
+        or not cpu_time_available()
         or threading.current_thread() is not threading.main_thread()
-        or signal.getitimer(signal.ITIMER_REAL)[0] > 0
+        or (_TIMER is not None and signal.getitimer(_TIMER)[0] > 0)
+        or not _Watchdog.ensure_running()
     ):
         yield False
         return
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    _Budget.active = True
+    previous = signal.signal(_SIGNAL, _on_expiry)
     try:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        _Watchdog.arm(seconds, _cpu_clock_of(threading.get_ident()))
         yield True
     finally:
-        _Budget.active = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+        _Watchdog.disarm()
+        signal.signal(_SIGNAL, previous if previous is not None else signal.SIG_DFL)
 
 
 @contextlib.contextmanager
 def budget_paused() -> Iterator[None]:
     """Stop the clock of an armed :func:`time_budget` for the body (e.g. while the project's class
     index is built: that is per-project work, not per-file) and restart it with what was left."""
-    if not _Budget.active:
+    if not _Watchdog.active or threading.current_thread() is not threading.main_thread():
         yield
         return
-    remaining, _ = signal.setitimer(signal.ITIMER_REAL, 0)
-    _Budget.active = False
+    left = _Watchdog.pause()
     try:
         yield
     finally:
-        _Budget.active = True
-        signal.setitimer(signal.ITIMER_REAL, max(remaining, 0.001))
+        _Watchdog.resume(left)
 
 
 def _interrupt_thread(thread: threading.Thread) -> None:
@@ -119,7 +272,8 @@ def _interrupt_thread(thread: threading.Thread) -> None:
 
 
 def _run_deep(fn: Callable[[], T], timeout: float | None) -> T:
-    """Run ``fn`` in a helper thread with a large stack and a raised recursion limit."""
+    """Run ``fn`` in a helper thread with a large stack and a raised recursion limit, stopped with
+    an asynchronous :class:`AnalysisTimeout` once the thread has used ``timeout`` seconds of CPU."""
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -143,11 +297,25 @@ def _run_deep(fn: Callable[[], T], timeout: float | None) -> T:
     finally:
         threading.stack_size(old_size)
     try:
-        thread.join(timeout if timeout and timeout > 0 else None)
-        if thread.is_alive():
-            _interrupt_thread(thread)
-            thread.join(1.0)
-            raise AnalysisTimeout()
+        if not timeout or timeout <= 0:
+            thread.join()
+        else:
+            cpu = _cpu_clock_of(thread.ident)
+            start = cpu()
+            while True:
+                left = timeout - (cpu() - start)
+                if left <= 0:
+                    break
+                # one thread's CPU time grows at most as fast as the wall clock: waiting ``left``
+                # seconds cannot overshoot the budget, and a thread that waits for a core or blocks
+                # simply gets more wall time
+                thread.join(left)
+                if not thread.is_alive():
+                    break
+            if thread.is_alive():
+                _interrupt_thread(thread)
+                thread.join(1.0)
+                raise AnalysisTimeout()
     finally:
         sys.setrecursionlimit(old_limit)
     if "error" in box:
@@ -156,16 +324,16 @@ def _run_deep(fn: Callable[[], T], timeout: float | None) -> T:
 
 
 def guarded(fn: Callable[[], T], timeout: float | None = DEFAULT_TIMEOUT) -> T:
-    """Return ``fn()`` run under the per-file budget of ``timeout`` seconds.
+    """Return ``fn()`` run under the per-file budget of ``timeout`` seconds of CPU time.
 
     On ``RecursionError`` (a deeply nested expression in ``ast.parse`` or in a rule's recursion),
     ``fn`` runs once more in a thread with a 512 MiB stack and a recursion limit of 60 000, with
-    what is left of the budget (there the budget is a thread join plus an asynchronous
-    :class:`AnalysisTimeout`). ``fn`` must be a pure computation (it may run twice). Raises
+    what is left of the budget (there the helper thread's own CPU clock is watched and an
+    asynchronous :class:`AnalysisTimeout` stops it). ``fn`` must be a pure computation (it may run twice). Raises
     :class:`AnalysisTimeout`, and whatever ``fn`` raises, including ``RecursionError`` when even
     the deep stack is not enough.
     """
-    start = time.monotonic()
+    start = time.thread_time()
     try:
         with time_budget(timeout):
             return fn()
@@ -173,7 +341,7 @@ def guarded(fn: Callable[[], T], timeout: float | None = DEFAULT_TIMEOUT) -> T:
         pass
     remaining = None
     if timeout and timeout > 0:
-        remaining = timeout - (time.monotonic() - start)
+        remaining = timeout - (time.thread_time() - start)
         if remaining <= 0:
             raise AnalysisTimeout()
     return _run_deep(fn, remaining)
@@ -193,6 +361,10 @@ def problem(path: str, exc: BaseException, timeout: float | None = None) -> File
     if isinstance(exc, FileTooLargeError):
         return FileProblem("F0004", "file-too-large", path, 1, 0, f"not checked: {exc.strerror}",
                            "exclude it (generated code?) or raise --max-file-size / max-file-size")
+    if isinstance(exc, NewerSyntaxError):
+        return FileProblem("F0005", "needs-newer-python", path, exc.lineno or 1, max((exc.offset or 1) - 1, 0),
+                           exc.msg, "the file was not checked (it is not a syntax error); "
+                                    "exclude it if this Python must stay")
     if isinstance(exc, SyntaxError):
         line = exc.lineno or 1
         col = max((exc.offset or 1) - 1, 0)

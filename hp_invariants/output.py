@@ -2,13 +2,25 @@
 
 JSON and SARIF carry each finding's fix (edits and applicability); SARIF puts them in the standard
 ``fixes[].artifactChanges[].replacements`` objects.
+
+File names that are not valid UTF-8 (on POSIX a name is bytes; Python hands it over with each bad
+byte as a lone surrogate, ``os.fsdecode``) never reach the output as lone surrogates, which strict
+UTF-8 writers and JSON parsers reject. Every format is valid UTF-8:
+
+* text, JSON ``path`` and GitHub ``file=``: :func:`display_path`, each byte that is not UTF-8 written
+  as ``\\xNN`` (``b"bad\\xff.py"`` -> ``bad\\xff.py``), the form Python's ``backslashreplace`` gives;
+* JSON ``path_bytes`` (only for such names): the raw bytes, percent-encoded (``bad%FF.py``;
+  ``urllib.parse.unquote_to_bytes`` gives them back exactly);
+* SARIF ``uri``: the raw bytes percent-encoded, as RFC 3986 and RFC 8089 (``file:`` URIs) prescribe.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
+from urllib.parse import quote_from_bytes
 
 from hp_invariants import __version__
 from hp_invariants.docs import rule_doc
@@ -17,21 +29,68 @@ from hp_invariants.model import FileProblem, Finding, Rule
 FORMATS = ("text", "json", "sarif", "github")
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` holds no lone surrogate (so it encodes as UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def path_bytes(path: str) -> bytes:
+    """The raw bytes of the file name ``path`` (``os.fsencode``: undoes ``surrogateescape``)."""
+    try:
+        return os.fsencode(path)
+    except UnicodeEncodeError:  # a lone surrogate that no file name decodes to: keep it visible
+        return path.encode("utf-8", "backslashreplace")
+
+
+def display_path(path: str) -> str:
+    """``path`` as valid UTF-8 text: unchanged when it is; otherwise each byte of the raw name that
+    is not UTF-8 written as ``\\xNN`` (``bad\\udcff.py`` -> ``bad\\xff.py``)."""
+    if is_utf8(path):
+        return path
+    return path_bytes(path).decode("utf-8", "backslashreplace")
+
+
+def _clean(text: str) -> str:
+    """Any other text (messages, hints) as valid UTF-8: a lone surrogate becomes ``\\udcNN``."""
+    return text if is_utf8(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def format_text(findings: Sequence[Finding], problems: Sequence[FileProblem]) -> str:
     """One line per finding, ``path:line:col: ID symbol: message`` (1-based column)."""
-    lines = [f"{p.path}:{p.line}:{p.col + 1}: {p.problem_id} {p.symbol}: {p.message}"
-             + (f" (hint: {p.hint})" if p.hint else "") for p in problems]
-    lines.extend(f"{f.path}:{f.line}:{f.col + 1}: {f.rule_id} {f.symbol}: {f.message}" for f in findings)
+    lines = [f"{display_path(p.path)}:{p.line}:{p.col + 1}: {p.problem_id} {p.symbol}: {_clean(p.message)}"
+             + (f" (hint: {_clean(p.hint)})" if p.hint else "") for p in problems]
+    lines.extend(f"{display_path(f.path)}:{f.line}:{f.col + 1}: {f.rule_id} {f.symbol}: {_clean(f.message)}"
+                 for f in findings)
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def _json_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A finding's or problem's JSON object with a file name that is not UTF-8 made representable:
+    ``path`` escaped (:func:`display_path`) and ``path_bytes`` added (the raw bytes, percent-encoded)."""
+    path = record.get("path")
+    if isinstance(path, str) and not is_utf8(path):
+        record["path"] = display_path(path)
+        record["path_bytes"] = quote_from_bytes(path_bytes(path))
+    for key in ("message", "hint"):
+        if isinstance(record.get(key), str):
+            record[key] = _clean(record[key])
+    return record
+
+
 def format_json(findings: Sequence[Finding], problems: Sequence[FileProblem]) -> str:
-    """A JSON object ``{"version", "findings": [...], "problems": [...]}`` with fixes included."""
+    """A JSON object ``{"version", "findings": [...], "problems": [...]}`` with fixes included.
+
+    A record whose file name is not valid UTF-8 has ``path`` escaped and the raw bytes in
+    ``path_bytes`` (see the module docstring), so the document holds no lone surrogate."""
     return json.dumps(
         {
             "version": __version__,
-            "findings": [f.to_dict() for f in findings],
-            "problems": [p.to_dict() for p in problems],
+            "findings": [_json_record(f.to_dict()) for f in findings],
+            "problems": [_json_record(p.to_dict()) for p in problems],
         },
         indent=2,
     ) + "\n"
@@ -51,28 +110,34 @@ def format_github(findings: Sequence[Finding], problems: Sequence[FileProblem]) 
     """GitHub Actions workflow commands (``::error file=...``), one per finding and problem."""
     lines = []
     for p in problems:
-        lines.append(f"::error file={_github_property(p.path)},line={p.line},col={p.col + 1},"
+        lines.append(f"::error file={_github_property(display_path(p.path))},line={p.line},col={p.col + 1},"
                      f"title={_github_property(p.problem_id + ' ' + p.symbol)}::"
-                     + _github_escape(f"{p.message} (hint: {p.hint})" if p.hint else p.message))
+                     + _github_escape(_clean(f"{p.message} (hint: {p.hint})" if p.hint else p.message)))
     for f in findings:
         lines.append(
-            f"::error file={_github_property(f.path)},line={f.line},col={f.col + 1},endLine={f.end_line},"
-            f"endColumn={f.end_col + 1},title={_github_property(f.rule_id + ' ' + f.symbol)}::"
-            f"{_github_escape(f.message)}"
+            f"::error file={_github_property(display_path(f.path))},line={f.line},col={f.col + 1},"
+            f"endLine={f.end_line},endColumn={f.end_col + 1},title={_github_property(f.rule_id + ' ' + f.symbol)}::"
+            f"{_github_escape(_clean(f.message))}"
         )
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def file_uri(path: str) -> str:
+    """The ``file://`` URI of the absolute ``path``: its raw bytes percent-encoded (RFC 8089), so a
+    name that is not valid UTF-8 keeps its exact bytes (``bad%FF.py``)."""
+    if os.name == "posix":
+        return "file://" + quote_from_bytes(path_bytes(os.path.normpath(path)))
+    return Path(path).as_uri()
+
+
 def _artifact(path: str) -> dict:
     """A SARIF ``artifactLocation``: a ``file://`` URI for absolute paths, else a percent-encoded
-    relative URI against ``%SRCROOT%`` (the folder the run started in)."""
-    import os
-    from pathlib import Path
-    from urllib.parse import quote
-
+    relative URI against ``%SRCROOT%`` (the folder the run started in). The raw bytes of the name
+    are percent-encoded, so names that are not valid UTF-8 are exact too."""
     if os.path.isabs(path):
-        return {"uri": Path(path).as_uri()}
-    return {"uri": quote(Path(os.path.normpath(path)).as_posix()), "uriBaseId": "%SRCROOT%"}
+        return {"uri": file_uri(path)}
+    relative = Path(os.path.normpath(path)).as_posix()
+    return {"uri": quote_from_bytes(path_bytes(relative)), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(start: tuple[int, int], end: tuple[int, int]) -> dict:
@@ -87,7 +152,7 @@ def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], r
         result = {
             "ruleId": f.rule_id,
             "level": "error",
-            "message": {"text": f.message},
+            "message": {"text": _clean(f.message)},
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": _artifact(f.path),
@@ -118,7 +183,7 @@ def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], r
     notifications = [{
         "level": "error",
         "descriptor": {"id": p.problem_id},
-        "message": {"text": f"{p.symbol}: {p.message}" + (f" (hint: {p.hint})" if p.hint else "")},
+        "message": {"text": _clean(f"{p.symbol}: {p.message}" + (f" (hint: {p.hint})" if p.hint else ""))},
         "locations": [{"physicalLocation": {"artifactLocation": _artifact(p.path),
                                              "region": {"startLine": p.line, "startColumn": p.col + 1}}}],
     } for p in problems]
@@ -126,7 +191,7 @@ def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], r
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": file_uri(os.getcwd()).rstrip("/") + "/"}},
             "tool": {"driver": {
                 "name": "hp-invariants",
                 "version": __version__,

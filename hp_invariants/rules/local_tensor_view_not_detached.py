@@ -187,6 +187,9 @@ from typing import Iterable, Iterator
 from hp_invariants.astutil import dotted_name, last_name
 from hp_invariants.model import Applicability, Confidence, Edit, Finding, Option, Rule
 
+#: ``ast.Match`` (Python 3.10+); on 3.9, where no match statement parses, nothing is one.
+_MATCH = getattr(ast, "Match", ())
+
 # Methods returning an autograd view of their receiver (torch/_tensor_docs.py, tensor_view.html).
 VIEW_METHODS = frozenset({
     "narrow", "view", "view_as", "as_strided", "expand", "expand_as", "transpose", "t", "permute",
@@ -602,7 +605,7 @@ class _Walker:
                 final = self.block(stmt.finalbody, dict(_join(entry, merged) or {}), nograd)
                 return final if merged is not None else None
             return merged
-        if isinstance(stmt, ast.Match):
+        if isinstance(stmt, _MATCH):
             merged = dict(state)
             for case in stmt.cases:
                 merged = _join(merged, self.block(case.body, dict(state), nograd))
@@ -1157,7 +1160,7 @@ def _header_exprs(stmt: ast.stmt) -> list[ast.AST]:
         return [item.context_expr for item in stmt.items]
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return []
-    if isinstance(stmt, ast.Match):
+    if isinstance(stmt, _MATCH):
         return [stmt.subject]
     if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
         return []
