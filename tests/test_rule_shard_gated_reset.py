@@ -171,7 +171,9 @@ def test_scopes_and_module_level():
     assert len(_check("if WORLD_SIZE > 1:\n    fully_shard(model)\n", **{
         "shard-degree-quantities": ("WORLD_SIZE",)})) == 1
     assert len(_check("import sys\nif world_size == 1:\n    sys.exit(0)\nfully_shard(model)\n")) == 0
-    assert len(_check("if world_size == 1:\n    raise SystemExit\nfully_shard(model)\n")) == 1
+    assert len(_check("if world_size == 1:\n    raise SystemExit\np.reset_sharded_param()\n")) == 1
+    # a wrap after a guard that raises at degree 1 is not skipped silently (see test_wrap_...)
+    assert len(_check("if world_size == 1:\n    raise SystemExit\nfully_shard(model)\n")) == 0
     code = """
         async def f(m):
             async with ctx():
@@ -253,7 +255,7 @@ def test_unsafe_fix_only_with_unsafe_flag():
 
 def test_report_only_shapes_have_no_fix():
     for code in (
-        "def f(m):\n    if self.is_shard:\n        fully_shard(m)\n    else:\n        m.cuda()\n",
+        "def f(m):\n    if self.is_shard:\n        m.reset_sharded_param()\n    else:\n        m.cuda()\n",
         "def f(m):\n    if not self.is_shard:\n        return\n    fully_shard(m)\n",
         "def f(m):\n    not self.is_shard or fully_shard(m)\n",
         "def f(m):\n    need = self.is_shard and m.ready\n    if need:\n        fully_shard(m)\n",
@@ -270,13 +272,13 @@ def test_walrus_gate_is_flagged_and_its_removal_unsafe():
 
 
 def test_ternary_with_side_effects_in_the_other_branch_is_unsafe():
-    findings = _check("def f(m, ws):\n    return fully_shard(m) if ws > 1 else prepare(m)\n")
+    findings = _check("def f(m, ws):\n    return register_fsdp_forward_method(m, 'generate') if ws > 1 else prepare(m)\n")
     assert findings[0].fix.applicability is Applicability.UNSAFE
 
 
 def test_options_are_declared_with_kinds():
     kinds = {o.name: o.kind for o in RULE.options}
-    assert kinds == {"unconditional-calls": "csv", "shard-degree-gates": "csv",
+    assert kinds == {"unconditional-calls": "csv", "wrap-calls": "csv", "shard-degree-gates": "csv",
                      "shard-degree-quantities": "regexp_csv", "parallel-degree-quantities": "regexp_csv"}
     # the text prefilter follows the configured call names
     assert RULE.prefilter_option == "unconditional-calls"
@@ -497,7 +499,7 @@ def test_helper_chain_else_branch_and_prefilter(tmp_path):
                 wrap(m)
             else:
                 fully_shard(m)
-            if ws > 1:
+            if dp_size > 1:
                 wrap(m)
         """
     findings = _check(code)
@@ -566,3 +568,96 @@ def test_class_level_default_or_field_is_not_a_predicate():
         """
     assert _check(code) == []
     assert len(_check(code.replace("use_fsdp: bool = False", "pass"))) == 1
+
+
+def test_wrap_calls_option_decides_which_steps_a_handled_degree_one_exempts():
+    dispatch = """
+        def f(m, world_size):
+            if world_size > 1:
+                {step}
+            else:
+                m.to("cuda")
+        """
+    wrap = dispatch.format(step="fully_shard(m)")
+    completion = dispatch.format(step='register_fsdp_forward_method(m, "generate")')
+    assert _check(wrap) == []
+    assert len(_check(completion)) == 1
+    # the exemption follows the option, not the spelling
+    assert len(_check(wrap, **{"wrap-calls": ()})) == 1
+    assert _check(completion, **{"wrap-calls": ("fully_shard", "register_fsdp_forward_method")}) == []
+    # a wrap name that is not a must-run step changes nothing
+    only_reset = {"unconditional-calls": ("reset_sharded_param",), "wrap-calls": ("reset_sharded_param",)}
+    assert _check(wrap, **only_reset) == []
+    assert _check(completion.replace("register_fsdp_forward_method", "p.reset_sharded_param"), **only_reset) == []
+
+
+def test_must_run_helpers_are_wraps_when_their_step_is_one():
+    code = """
+        def apply_fsdp(m):
+            fully_shard(m)
+
+        def register_generate(m):
+            register_fsdp_forward_method(m, "generate")
+
+        def f(m, ws):
+            if ws > 1:
+                apply_fsdp(m)
+                register_generate(m)
+            else:
+                m.cuda()
+        """
+    assert [f.args[0] for f in _check(code)] == ["register_generate() -> register_fsdp_forward_method"]
+
+
+def test_trivial_degree_one_branches_do_not_handle_it():
+    for other in ("pass", "...", '"""not sharded"""', "return m", "return None", "return self.model"):
+        code = f"def f(self, m, ws):\n    if ws > 1:\n        fully_shard(m)\n    else:\n        {other}\n"
+        assert len(_check(code)) == 1, other
+    for other in ("m.cuda()", "raise ValueError(ws)", "assert not self.need_fsdp", "self.plain = True",
+                  "return m.to(self.device)", "logger.info('single process')"):
+        code = f"def f(self, m, ws):\n    if ws > 1:\n        fully_shard(m)\n    else:\n        {other}\n"
+        assert _check(code) == [], other
+    # an exit guard: a bare exit skips the wrap silently, one that does something handles degree 1
+    assert len(_check("def f(m, ws):\n    if ws == 1:\n        return m\n    fully_shard(m)\n")) == 1
+    assert _check("def f(m, ws):\n    if ws == 1:\n        m.cuda()\n        return m\n    fully_shard(m)\n") == []
+
+
+def test_a_degree_retest_counts_only_in_the_same_function_and_for_the_same_quantity():
+    retest = """
+        def f(self, m, ws):
+            if ws > 1:
+                fully_shard(m)
+            {test}
+                self.log("sharded")
+            else:
+                self.log("single process")
+        """
+    assert _check(retest.format(test="if ws > 1:")) == []
+    assert _check(retest.format(test="if not ws == 1:")) == []
+    assert len(_check(retest.format(test="if self.dp_size > 1:"))) == 1  # another quantity
+    assert len(_check(retest.format(test="if self.tp_size > 1:"))) == 1  # not a shard degree
+    # the degree-1 branch of a negated re-test is its body
+    assert _check("def f(self, m, ws):\n    if ws == 1:\n        self.log(1)\n    if ws > 1:\n        fully_shard(m)\n") == []
+    # an alias and the quantity it stands for are the same quantity
+    aliased = """
+        def f(self, m):
+            shard = dist.get_world_size() > 1
+            if shard:
+                fully_shard(m)
+            if dist.get_world_size() == 1:
+                m.cuda()
+        """
+    assert _check(aliased) == []
+    nested = """
+        def f(self, m, ws):
+            if ws > 1:
+                fully_shard(m)
+
+            def report():
+                if ws > 1:
+                    return "sharded"
+                else:
+                    print("single process")
+            return report
+        """
+    assert len(_check(nested)) == 1  # a nested function's re-test is another function's

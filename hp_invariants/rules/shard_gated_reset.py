@@ -34,6 +34,39 @@ prefetching (performance knobs: at degree 1 the reduce-scatter is the identity);
 `get_/set_model_state_dict` (work for sharded and plain modules, and the alternative branch usually
 loads differently on purpose). Add names to `unconditional-calls` if your project has more.
 
+**Wrap steps and completion steps.** The must-run steps are of two kinds. A *completion* step
+(`reset_sharded_param`, `register_fsdp_forward_method`) must run because a wrap *did* happen:
+skipping it leaves a sharded module half set up (the seed: parameters still on the meta device),
+so it is reported whenever it is gated, whatever else the code does. A *wrap* step (option
+`wrap-calls`, default `fully_shard`) creates the sharded module; skipping it as a whole at degree 1
+leaves a plain module, which is a bug only when nothing handles that plain module. So a gated wrap
+(or a must-run helper whose step is a wrap, `apply_fsdp() -> fully_shard`) is **not** reported when
+the code handles the unwrapped degree-1 path explicitly:
+
+* (a) it is one branch of a dispatch: an `if` or ternary between the call and the gate (the gate's
+  own `if` included; for an early-exit guard, its exiting branch) has another branch that does
+  something (`elif strategy == "ddp": DistributedDataParallel(m)`, `else: m.to(device)`, an
+  `assert`, a `raise`); `pass`, `...`, a docstring, `continue`/`break` and a `return` of nothing,
+  a constant or a name do nothing (`else: return m` skips the wrap just as no `else` does); a
+  ternary's other branch does something unless it is a constant or a name
+  (`fully_shard(m) if ws > 1 else m` stays reported);
+* (b) the same function (not a nested one) tests the same degree quantity again (the compared
+  operand, gate name, property or attribute, a local alias standing for its value) in another `if`
+  whose branch taken at degree 1 does something: `if world_size > 1: assert isinstance(m, FSDPModule)`
+  / `else: assert ...`, or `if world_size == 1: m.cuda()`; the author branches on the degree in
+  more than one place.
+
+Otherwise the wrap stays reported: `if world_size > 1: fully_shard(m)` with nothing for degree 1
+(no alternative branch, no re-test, or a re-test without a degree-1 branch such as
+`if world_size > 1: dist.init_process_group()`), followed by code that treats `m` as wrapped or by
+nothing. Why: on a panel of real training code (Automodel) every gated `fully_shard` was of the
+handled kind, the wrap deliberately skipped at world size 1: a recipe that dispatches on the
+strategy only with several ranks (`if world_size > 1:` then `if strategy == "fsdp2": fully_shard`
+/ `elif strategy == "ddp": DistributedDataParallel`, degree 1 keeping a plain module) and a
+functional test that shards only with several processes and asserts the single-process contract
+later (`if world_size > 1: assert isinstance(..., FSDPModule)` / `else: assert ... is None`). Nothing
+was left half-done in either; the seed's bug is a completion step skipped after a wrap.
+
 A shard-degree predicate is
 
 * a gate name (option `shard-degree-gates`, default `is_shard`) used as a bare name or an attribute
@@ -75,15 +108,21 @@ reset...`, each with a flagged fixture and a clean twin under `tests/fixtures/sh
    (`degree_disjunction`), a **data-parallel mesh size** (`data_parallel_mesh`);
 5. the step moved into a **helper that always runs it**, in the same file (`must_run_helper`) or
    another (`must_run_helper_project`), or a step that must follow the wrap
-   (`forward_method`);
+   (`forward_method`); a completion step inside a strategy dispatch or next to a degree re-test
+   (`wrap_strategy_dispatch`, `wrap_degree_retest`);
 6. the gated call written as a ternary, short-circuit, comprehension filter or nested `if`
-   (`ternary`, `short_circuit`, `nested_if`).
+   (`ternary`, `short_circuit`, `nested_if`);
+7. a wrap skipped at degree 1 with nothing handling degree 1: a dispatch branch without an
+   alternative, an `else: pass`, a bare early `return m` (`wrap_strategy_dispatch`), a re-test of
+   the degree without a degree-1 branch, of another quantity or in another function
+   (`wrap_degree_retest`).
 
 Near misses that stay clean: tensor-/expert-parallel degrees and meshes (`other_degrees`,
 `data_parallel_mesh_ok`), `is_sharded` state (`is_sharded_state`, `cross_file_gate_project_ok`),
 `is_shard or force` (`or_chain`, `degree_disjunction_ok`), a gate whose other branch runs the same
 step, directly or through a helper (`complementary_branch_ok`, `must_run_helper_ok`), helpers that
-only sometimes run the step (`must_run_helper_project_ok`).
+only sometimes run the step (`must_run_helper_project_ok`), a wrap that is one branch of a dispatch
+or whose function handles degree 1 elsewhere (`wrap_strategy_dispatch_ok`, `wrap_degree_retest_ok`).
 
 The call is gated when it sits
 
@@ -99,6 +138,9 @@ The call is gated when it sits
 
 No message for:
 
+* a gated wrap (`wrap-calls`) whose degree-1 path the code handles explicitly: one branch of a
+  dispatch, or a function that tests the same degree again with a degree-1 branch (see "Wrap steps
+  and completion steps" above);
 * a call whose complementary path runs the same step too (the same last name, or a must-run helper
   that ends in the same step): the other branch of the `if` (its whole `elif`/`else` chain) or of
   the ternary, or the exiting branch of an early-exit guard (`if ws > 1: fully_shard(m, mesh=mesh)`
@@ -128,7 +170,10 @@ Known limits (no message): a must-run step called through a callable alias or a 
 (`shard_fn = functools.partial(fully_shard, mesh=m)`, then `shard_fn(block)`; `fully_shard_fn=...`
 passed in); a class whose constructor always shards (`Wrapper(model)`); module-level constants
 (`USE_FSDP = WORLD_SIZE > 1`); an instance attribute stored from a bare gate name
-(`self.need = self.is_shard`); names are resolved by last name, not through imports, so two
+(`self.need = self.is_shard`); a wrap's degree-1 handling is looked for only in the `if`s up to
+its innermost gate (a dispatch around an inner `if ws > 1:` does not count) and in re-tests by
+`if` statements (not ternaries or `assert`s), whose quantity is compared by source text after
+local aliases (`self.world_size` and `self.env.world_size` differ); names are resolved by last name, not through imports, so two
 unrelated project functions of one name must both qualify. In the pylint plugin and the codemods,
 which build project facts on first use, a file that calls a project helper by name but no
 configured step passes the text prefilter only while no other project's facts have been built in
@@ -156,7 +201,10 @@ has been modified inplace with grad mode enabled.
 ```
 
 The same holds for `fully_shard`: FSDP2 wrapping also applies the mixed-precision policy and the
-sharded-parameter invariants, so skipping it at world size 1 changes numerics, not just communication.
+sharded-parameter invariants, so skipping it at world size 1 changes numerics, not just communication,
+and code after it that treats the module as wrapped (`set_reshard_after_backward`, an `FSDPModule`
+hook) breaks at world size 1 only. A wrap skipped on purpose, with the plain module handled
+explicitly at degree 1, is not reported (see "Wrap steps and completion steps").
 
 ## Example
 ```python
@@ -255,6 +303,10 @@ an enclosing loop or block): unwrapping it would leave that code unreachable.
 * `unconditional-calls` (csv, default `reset_sharded_param,fully_shard,register_fsdp_forward_method`):
   last name components of the calls that must run at every shard degree (project functions that
   always call one are added at check time).
+* `wrap-calls` (csv, default `fully_shard`): the steps of `unconditional-calls` that create the
+  sharded module (wraps); a gated wrap is not reported when the code handles the unwrapped
+  degree-1 path explicitly. The other steps are completion steps, reported whenever gated. Names
+  not in `unconditional-calls` have no effect; set it empty to report every gated wrap.
 * `shard-degree-gates` (csv, default `is_shard`): names whose truth means "shard degree > 1", used
   as a bare name or an attribute (never a method call).
 * `shard-degree-quantities` (regexp_csv, default
@@ -302,6 +354,7 @@ from hp_invariants.rules import shard_gate_facts as facts
 from hp_invariants.rules.shard_gate_facts import ShardGateFacts, ShardGateIndex, mesh_receiver
 
 DEFAULT_CALLS = ("reset_sharded_param", "fully_shard", "register_fsdp_forward_method")
+DEFAULT_WRAPS = ("fully_shard",)
 DEFAULT_GATES = ("is_shard",)
 DEFAULT_QUANTITIES = (
     "world_size",
@@ -497,6 +550,7 @@ class _Analyzer:
     def __init__(self, ctx, rule: "ShardGatedReset", index: ShardGateIndex | None = None):
         self.ctx = ctx
         self.calls = frozenset(ctx.option(rule, "unconditional-calls"))
+        self.wraps = frozenset(ctx.option(rule, "wrap-calls")) & self.calls
         self.gates = frozenset(ctx.option(rule, "shard-degree-gates"))
         self.quantities = _patterns(ctx.option(rule, "shard-degree-quantities"))
         self.degrees = _patterns(ctx.option(rule, "parallel-degree-quantities"))
@@ -615,6 +669,42 @@ class _Analyzer:
         while chain[-1] not in self.calls and chain[-1] in via and len(chain) <= _MAX_DEPTH:
             chain.append(via[chain[-1]])
         return "() -> ".join(chain)
+
+    def is_wrap(self, node: ast.Call) -> bool:
+        """True when ``node`` calls a wrap step (``wrap-calls``), directly or through a must-run
+        helper whose step is one (``apply_fsdp() -> fully_shard``)."""
+        return self.root(last_name(node.func)) in self.wraps
+
+    def degree_keys(self, expr: ast.AST, scope: ast.AST, depth: int = 0) -> set[str]:
+        """The degree quantities ``expr`` tests, as source text: the compared operand of each degree
+        comparison (``self.world_size`` for ``self.world_size > 1``), each gate name, property,
+        function or instance attribute read as a degree predicate; a local alias contributes its
+        name and the keys of its value. Parts that are not degree predicates contribute nothing."""
+        if depth > _MAX_DEPTH:
+            return set()
+        if isinstance(expr, ast.NamedExpr):
+            return self.degree_keys(expr.value, scope, depth + 1)
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            return self.degree_keys(expr.operand, scope, depth + 1)
+        if isinstance(expr, ast.BoolOp):
+            return set().union(*(self.degree_keys(v, scope, depth + 1) for v in expr.values))
+        atom, _ = self._atom(expr, scope, depth)
+        if atom:
+            if not isinstance(expr, ast.Compare):
+                return {ast.unparse(expr)}
+            quantity = expr.comparators[0] if isinstance(expr.left, ast.Constant) else expr.left
+            keys = {ast.unparse(quantity)}
+            if isinstance(quantity, ast.Name):
+                value = self.alias_value(quantity, scope)
+                if value is not None:
+                    keys.add(ast.unparse(value))
+            return keys
+        if isinstance(expr, ast.Name):
+            value = self.alias_value(expr, scope)
+            return self.degree_keys(value, scope, depth + 1) | {expr.id} if value is not None else set()
+        if self.degree(expr, True, scope, depth) or self.degree(expr, False, scope, depth):
+            return {ast.unparse(expr)}
+        return set()
 
     def same_step(self, root: str | None):
         """A predicate on callee names: does calling it run the step ``root``?"""
@@ -1079,6 +1169,65 @@ class _Context:
     test: ast.AST | None = None
 
 
+def _handles(stmts: Sequence[ast.stmt]) -> bool:
+    """True when a branch does something: a statement other than ``pass``, a constant expression
+    (docstring, ``...``), ``continue``/``break`` or a ``return`` of nothing, a constant or a name.
+    ``raise`` and ``assert`` count: they handle a case loudly."""
+    for stmt in stmts:
+        if isinstance(stmt, (ast.Pass, ast.Continue, ast.Break)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Return) and (stmt.value is None or _side_effect_free(stmt.value)):
+            continue
+        return True
+    return False
+
+
+def _degree_one_handled(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scope: ast.AST) -> bool:
+    """True when the code around a gated **wrap** handles the unwrapped degree-1 path explicitly:
+
+    (a) an ``if`` or ternary between ``call`` and the gate (the gate's own ``if`` included; for an
+    early-exit guard, its exiting branch) has another branch that does something (:func:`_handles`;
+    a ternary branch that is not a constant or a name): the wrap is one branch of a dispatch;
+    (b) another ``if`` of the same function tests the same degree quantity (:meth:`_Analyzer.degree_keys`)
+    and its branch taken at degree 1 does something: the author branches on the degree elsewhere too.
+    """
+    guard_parent = ctx.parent(context.node) if context.kind == "exit" else None
+    child: ast.AST = call
+    for anc in ctx.ancestors(call):
+        if anc is scope or anc is guard_parent:
+            break
+        if isinstance(anc, ast.If) and child is not anc.test:
+            if _handles(anc.orelse if child in anc.body else anc.body):
+                return True
+        elif isinstance(anc, ast.IfExp) and child is not anc.test:
+            if not _side_effect_free(anc.orelse if child is anc.body else anc.body):
+                return True
+        if anc is context.node:
+            break
+        child = anc
+    if context.kind == "exit":
+        guard = context.node
+        if _handles(guard.body if _always_exits(guard.body) else guard.orelse):
+            return True
+    keys = analyzer.degree_keys(context.test, scope) if context.test is not None else set()
+    if not keys:
+        return False
+    for node in walk_function_body(scope):
+        if not isinstance(node, ast.If):
+            continue
+        if analyzer.requires(node.test, True, scope):
+            degree_one = node.orelse
+        elif analyzer.requires(node.test, False, scope):
+            degree_one = node.body
+        else:
+            continue
+        if _handles(degree_one) and keys & analyzer.degree_keys(node.test, scope):
+            return True
+    return False
+
+
 class ShardGatedReset(Rule):
     """E9502: a must-always-run FSDP step (``reset_sharded_param``, ``fully_shard``) gated on shard degree.
 
@@ -1101,6 +1250,9 @@ class ShardGatedReset(Rule):
     options = (
         Option("unconditional-calls", "csv", DEFAULT_CALLS,
                "Last names of calls that must run at every shard degree."),
+        Option("wrap-calls", "csv", DEFAULT_WRAPS,
+               "The unconditional-calls that create the sharded module (wraps): gated on the shard "
+               "degree, they are not reported when the code handles the unwrapped degree-1 path."),
         Option("shard-degree-gates", "csv", DEFAULT_GATES,
                "Names (bare or attribute, not method calls) whose truth means shard degree > 1."),
         Option("shard-degree-quantities", "regexp_csv", DEFAULT_QUANTITIES,
@@ -1146,6 +1298,8 @@ class ShardGatedReset(Rule):
             if found is None:
                 continue
             context, scope = found
+            if analyzer.is_wrap(node) and _degree_one_handled(ctx, analyzer, node, context, scope):
+                continue  # a wrap skipped as a whole at degree 1, by design (see "Wrap steps")
             if context.kind == "exit":
                 confidence = Confidence.CONTROL_FLOW
             elif context.gate.via == "direct":
