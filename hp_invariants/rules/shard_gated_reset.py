@@ -1209,7 +1209,7 @@ def _degree_one_handled(ctx, analyzer: _Analyzer, call: ast.Call, context: _Cont
         child = anc
     if context.kind == "exit":
         guard = context.node
-        if _handles(guard.body if _always_exits(guard.body) else guard.orelse):
+        if _handles(guard.body if always_exits(guard.body) else guard.orelse):
             return True
     keys = analyzer.degree_keys(context.test, scope) if context.test is not None else set()
     if not keys:

@@ -61,7 +61,7 @@ def apply_fix(source: str, workdir: Path, unsafe: bool = False) -> str:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(argv)
     if code not in (0, 1):
-        raise OracleFailure(f"fix failed with exit code {code}: {err.getvalue()}\n{source}")
+        raise OracleFailure(f"fix failed with exit code {code}: {out.getvalue()}{err.getvalue()}\n{source}")
     return path.read_text()
 
 
@@ -89,14 +89,24 @@ def compare_e9502(before: Outcome, after: Outcome, reference: Outcome | None, sc
     if scenario["degree"] > 1:
         return "" if _same(before, after) else "behaviour changed at shard degree > 1"
 
+    steps = set(STEP_NAMES) | set(_must_run_steps())
+
     def project(outcome: Outcome) -> list:
         return [e for e in outcome.events
-                if not (e[0] == "call" and e[1].rsplit(".", 1)[-1] in STEP_NAMES)
+                if not (e[0] == "call" and e[1].rsplit(".", 1)[-1] in steps)
                 and not (e[0] == "set" and (e[1] == "self.done" or flags and _constant(e[2])))]
 
     if project(before) != project(after) or before.end != after.end:
         return "at shard degree 1 more than the must-run step changed"
     return ""
+
+
+def _must_run_steps() -> tuple[str, ...]:
+    """E9502's default must-run steps (its ``unconditional-calls`` option), from the registry."""
+    from hp_invariants.registry import get_rule
+
+    rule = get_rule("shard-gated-reset")
+    return next(tuple(opt.default) for opt in rule.options if opt.name == "unconditional-calls")
 
 
 def _constant(text: str) -> bool:

@@ -37,6 +37,7 @@ QUANTITY = re.compile(
     r"world_size|(dp_)?shard(_mesh)?_(size|degree)|dp_shard|(num|n)_shards|fsdp_(size|degree)|data_parallel_shard_degree"
     r"|(dp|dp_shard|fsdp|shard|data_parallel)_mesh\.size")
 MARKER = re.compile(r"_is_wrapped|_.*wrapped.*")
+OTHER_DEGREE = re.compile(r"(tp|cp|pp|ep|etp|sp|dp_replicate)((_world)?_(size|degree))?")
 TENSOR_PARAM = re.compile(r"t|x|.*tensor.*|weight|data")
 WALKS = {"modules": "module", "children": "module", "cells": "module", "named_modules": "pair",
          "named_children": "pair", "cells_and_names": "pair", "name_cells": "dict"}
@@ -83,6 +84,8 @@ class WorldStub:
             return world.degree > 1
         if QUANTITY.fullmatch(attr):
             return world.degree
+        if OTHER_DEGREE.fullmatch(attr):
+            return 1  # only the data-parallel shard degree varies in the scenarios
         if MARKER.fullmatch(attr):
             return self._wrapped
         child = WorldStub(world, f"{self._name}.{attr}", parent=self)
@@ -104,7 +107,9 @@ class WorldStub:
         world.trace.add("call", self._name, fmt(args), fmt(kwargs))
         if method in WALKS:
             root = self._parent if self._parent is not None else WorldStub(world, receiver)
-            subs = [WorldStub(world, f"{receiver}.sub{i}", i in world.wrapped) for i in range(3)]
+            # the root has three submodules, which are leaves: a stack or recursive walk ends
+            subs = [] if ".sub" in receiver else [
+                WorldStub(world, f"{receiver}.sub{i}", i in world.wrapped) for i in range(3)]
             items = ([root] if method in ROOT_FIRST else []) + subs
             if WALKS[method] == "pair":
                 return [("" if sub is root else f"sub{i}", sub) for i, sub in enumerate(items)]
@@ -139,6 +144,8 @@ def _argument(world: World, name: str) -> Any:
         return world.degree > 1
     if QUANTITY.fullmatch(name):
         return world.degree
+    if OTHER_DEGREE.fullmatch(name):
+        return 1
     if TENSOR_PARAM.fullmatch(name):
         return Tensor(world.trace)
     return WorldStub(world, name)
@@ -188,7 +195,11 @@ def _run_callable(source: str, rule: str, owner: str | None, name: str, params: 
             method = getattr(instance, name)
             return method(*[_argument(world, p) for p in params[1:]])
         func = cls.__dict__[name]
-        return func(WorldStub(world, "self", cls=cls), *[_argument(world, p) for p in params[1:]])
+        this = WorldStub(world, "self", cls=cls)
+        init = cls.__dict__.get("__init__")
+        if init is not None and name != "__init__":  # the state __init__ sets (a gate attribute, say)
+            init(this, *[_argument(world, p) for p in _params_of(init)[1:]])
+        return func(this, *[_argument(world, p) for p in params[1:]])
 
     return run_program(source, driver, behaviours)
 

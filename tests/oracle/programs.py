@@ -236,6 +236,7 @@ E9502_EXPRESSION_SITES = [
     ['self.is_shard and probe("t") and self.p.reset_sharded_param()'],
 ]
 STEP_NAMES = ("reset_sharded_param", "fully_shard")
+"""The steps the generated programs gate (a subset of E9502's default must-run steps)."""
 
 
 def _e9502_driver(ns: dict, trace: Trace, degree: int, probes: dict, **_: Any) -> Any:

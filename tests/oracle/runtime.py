@@ -35,8 +35,18 @@ class Trace:
         self.tensor_count = 0
 
     def add(self, *event: Any) -> None:
-        """Record one event."""
+        """Record one event; a run past :data:`MAX_EVENTS` events stops with :class:`RunLimit`."""
         self.events.append(tuple(event))
+        if len(self.events) > MAX_EVENTS:
+            raise RunLimit(f"over {MAX_EVENTS} events: the program does not terminate in this world")
+
+
+MAX_EVENTS = 20_000
+"""A run that records more events than this is stopped (a loop the stub world never ends)."""
+
+
+class RunLimit(BaseException):
+    """A run went past :data:`MAX_EVENTS` (a ``BaseException``: the program's handlers cannot catch it)."""
 
 
 def fmt(value: Any) -> str:
