@@ -245,6 +245,18 @@ PURE_DECORATORS = frozenset({
     "unittest.mock.patch", "unittest.mock.patch.object", "unittest.mock.patch.dict",
 })
 """Well-known class decorators that add no member E9503 could miss (others may: not checked)."""
+DOC_DECORATORS = frozenset({
+    "auto_docstring", "add_start_docstrings", "add_end_docstrings", "add_start_docstrings_to_model_forward",
+    "replace_return_docstrings", "add_code_sample_docstrings",
+})
+"""Decorators (by last name) that only rewrite a class's ``__doc__`` (transformers' documentation
+helpers): they add no member and register nothing, so a decorated base is neither unchecked nor
+"used" (a registry decorator makes a class used: it may be instantiated by name)."""
+
+
+def _pure_decorator(dec: str) -> bool:
+    """True for a well-known decorator that adds no member and registers nothing."""
+    return dec in PURE_DECORATORS or dec.rsplit(".", 1)[-1] in DOC_DECORATORS
 #: Context managers that only set and restore the grad mode (or do nothing): they never see or
 #: swallow an exception.
 TRANSPARENT_CMS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "nullcontext"})
@@ -389,7 +401,7 @@ class _State:
         anything else (a library decorator, a project decorator of another file that adds names)
         may add members, so the class is not checked.
         """
-        if dec in PURE_DECORATORS:
+        if _pure_decorator(dec):
             return True
         adds = self.view.decorator_adds(dec, key[0])
         if adds is None:
@@ -418,7 +430,7 @@ class _State:
         if self.view.used(key, values=not test):
             return True
         summary = self.view.summary(key)
-        return not test and summary is not None and any(d not in PURE_DECORATORS for d in summary.decorators)
+        return not test and summary is not None and any(not _pure_decorator(d) for d in summary.decorators)
 
     def combinable(self, key: ClassKey, hier: Hierarchy) -> bool:
         """True when a class nobody instantiates may be completed by bases outside the project:
