@@ -25,6 +25,11 @@ then a single file checked inside a copy of the ``--single-in`` package (its ``.
 a folder without project markers; the probe file holds one small class), cold and warm, next to the
 floor of the whole copy (what the cold class index must parse once);
 
+with ``--compare-with REV`` (a git revision of this repository, or a folder holding an
+``hp_invariants`` package), the same ``check -j1`` commands (cold, index-only and warm cache) of that
+earlier version, interleaved with the current ones on the same files, and the slowdown of the
+current version against it (the goal: at most 10% more CPU time, issue #11);
+
 then the pre-commit path: ``hp-invariants check`` on 10 files of the ``--precommit-on`` corpus,
 run from its project root with root-relative paths (as pre-commit passes them), cold and warm,
 next to the floor of the whole project (what the E9503 class index must parse once when cold).
@@ -98,6 +103,43 @@ PROBE_TEXT = "class Probe:\n    def value(self):\n        return self.other()\n\
 def check_label(jobs: int, cache: str) -> str:
     """Return the row label of ``hp-invariants check -j<jobs>`` with a ``cold``/``warm`` cache."""
     return CHECK.format(j=jobs, cache=cache)
+
+
+BASELINE_SUFFIX = " [baseline]"
+SLOWDOWN_GOAL = 1.10
+"""``--compare-with``: the current version may take at most this times the baseline's CPU time."""
+
+# ``hp-invariants`` of another source tree: its ``cli.main`` with that tree first on ``sys.path``
+# (``-P``: not the working directory, which may be a corpus folder shadowing the standard library).
+_LAUNCH = "import sys; sys.argv[0] = 'hp-invariants'; from hp_invariants.cli import main; sys.exit(main())"
+
+
+def baseline_label(jobs: int, cache: str) -> str:
+    """The row label of the ``--compare-with`` version's ``check -j<jobs>`` run."""
+    return check_label(jobs, cache) + BASELINE_SUFFIX
+
+
+def export_baseline(spec: str, into: Path) -> tuple[Path, str]:
+    """Make the ``--compare-with`` version importable; return ``(folder for PYTHONPATH, description)``.
+
+    ``spec``: a folder that holds an ``hp_invariants`` package (used as it is), or a git revision of
+    this repository (its ``hp_invariants`` folder is exported with ``git archive`` into ``into``).
+    Raises ``SystemExit`` with a message when it is neither.
+    """
+    folder = Path(spec)
+    if (folder / "hp_invariants" / "__init__.py").is_file():
+        return folder.resolve(), f"the tree at {folder.resolve()}"
+    try:
+        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", f"{spec}^{{commit}}"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+        into.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, "hp_invariants"],
+                                 capture_output=True, timeout=120, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(into)], input=archive, capture_output=True, timeout=120, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SystemExit(f"run.py: --compare-with {spec!r} is neither a folder holding hp_invariants/ nor a git "
+                         f"revision of {REPO} ({exc})") from None
+    return into, f"git {rev}"
 
 
 # ---------------------------------------------------------------------- data
@@ -424,6 +466,9 @@ class Bench:
         hp_script = Path(PY).parent / "hp-invariants"
         self.hp_cmd = [str(hp_script)] if hp_script.exists() else [PY, "-m", "hp_invariants"]
         self.semgrep = self._find_semgrep()
+        self.baseline: tuple[Path, str] | None = None  # (PYTHONPATH folder, description)
+        if args.compare_with:
+            self.baseline = export_baseline(args.compare_with, self.tmp / "baseline")
 
     # ------------------------------------------------------------------ setup
     def say(self, text: str) -> None:
@@ -503,27 +548,36 @@ class Bench:
                         parse_floor))
 
         if "check" not in self.args.skip:
-            caches: dict[tuple[int, int], Path] = {}
+            caches: dict[tuple[str, int, int], Path] = {}  # ("baseline" or "", j, run)
 
-            def check_job(j: int, cache_kind: str) -> Job:
-                row = Row(name, check_label(j, cache_kind), ok_rcs=(0, 1, 2),
+            def check_job(j: int, cache_kind: str, baseline: bool = False) -> Job:
+                label = baseline_label(j, cache_kind) if baseline else check_label(j, cache_kind)
+                launcher = (f"PYTHONPATH=<{self.baseline[1]}> python -P -c <cli.main>" if baseline
+                            else "hp-invariants")
+                row = Row(name, label, ok_rcs=(0, 1, 2),
                           display=f"HP_INVARIANTS_CACHE_DIR=<{'fresh empty' if cache_kind == 'cold' else 'same'}"
-                                  f" dir> hp-invariants check -j{j} {files_ph}")
+                                  f" dir> {launcher} check -j{j} {files_ph}")
+                cmd = [PY, "-P", "-c", _LAUNCH] if baseline else self.hp_cmd
+                key = ("baseline" if baseline else "", j)
 
                 state: dict[str, Path] = {}
 
                 def make(run: int) -> tuple[list[str], Path, dict[str, str]]:
                     if cache_kind == "cold":
-                        caches[(j, run)] = self.fresh_cache(f"{name}-j{j}-r{run}")
+                        caches[(*key, run)] = self.fresh_cache(f"{name}-j{j}-r{run}{'-base' if baseline else ''}")
                     if cache_kind == "index-only":  # the class index of the cold run, no per-file results
                         copy = self.fresh_cache(f"{name}-j{j}-r{run}-index")
-                        for item in caches[(j, run)].iterdir():
+                        for item in caches[(*key, run)].iterdir():
                             if not item.name.startswith("results-"):
                                 shutil.copy2(item, copy / item.name)
                         state["cache"] = copy
                     else:
-                        state["cache"] = caches[(j, run)]
-                    return [*self.hp_cmd, "check", f"-j{j}", *files], corpus.path, self.env_with_cache(state["cache"])
+                        state["cache"] = caches[(*key, run)]
+                    env = self.env_with_cache(state["cache"])
+                    if baseline:
+                        env["PYTHONPATH"] = os.pathsep.join([str(self.baseline[0]), *filter(None, [
+                            env.get("PYTHONPATH")])])
+                    return [*cmd, "check", f"-j{j}", *files], corpus.path, env
 
                 def parse(sample: Sample) -> None:
                     parse_check(sample)
@@ -532,11 +586,12 @@ class Bench:
                 return Job(row, make, parse)
 
             for j in (1, 2):
-                jobs.append(check_job(j, "cold"))
-                if j == 1:
-                    jobs.append(check_job(j, "index-only"))
-                jobs.append(check_job(j, "warm"))
-            self._warm_cache_for_pylint = caches
+                for baseline in ((False, True) if self.baseline and j == 1 else (False,)):
+                    jobs.append(check_job(j, "cold", baseline))
+                    if j == 1:
+                        jobs.append(check_job(j, "index-only", baseline))
+                    jobs.append(check_job(j, "warm", baseline))
+            self._warm_cache_for_pylint = {(j, run): path for (kind, j, run), path in caches.items() if not kind}
         else:
             self.skip(name, "hp-invariants check", "--skip check")
 
@@ -857,6 +912,13 @@ class Bench:
                     add(f"check -j1 ({cache} cache) at least 30x faster than pylint with only our plugin", name,
                         self.ratio(name, PYLINT_PLUGIN, check_label(1, cache)), "pylint takes {:.1f}x as long",
                         lambda v, g=pylint_goal: v >= g)
+        if self.baseline is not None:
+            for corpus in self.corpora:
+                for cache in ("cold", "index-only", "warm"):
+                    add(f"check -j1 ({cache} cache) at most {SLOWDOWN_GOAL - 1:.0%} slower than "
+                        f"{self.baseline[1]} (CPU time)", corpus.name,
+                        self.ratio(corpus.name, check_label(1, cache), baseline_label(1, cache), "cpu"),
+                        "{:.3f}x its CPU time", lambda v: v <= SLOWDOWN_GOAL)
         overhead = self.overhead("hyper-parallel") if "hyper-parallel" in present else None
         if overhead is not None:
             add("the plugin adds under 5% to a pylint run (wall-time difference of medians)", "hyper-parallel",
@@ -943,6 +1005,28 @@ class Bench:
                 f"{'-' if over[0] is None else f'{over[0]:+.1f}%'} (difference of the median wall times), "
                 f"{'-' if over[1] is None else f'{over[1]:.1f}%'} (time spent inside the plugin's "
                 "`process_module`, measured in-process, over the baseline's median wall time).")
+        if self.baseline is not None:
+            add("")
+            add(f"## Against the baseline ({self.baseline[1]}, `--compare-with {a.compare_with}`)")
+            add("")
+            add("Current / baseline, same files, same run, interleaved: median CPU time (user+sys), median wall "
+                "time, peak RSS. Below 1.00x the current version is faster.")
+            add("")
+            add("| corpus | files | cache | CPU s: current / baseline | ratio | wall s: current / baseline | ratio "
+                "| peak RSS MiB: current / baseline | findings: current / baseline |")
+            add("|---|---|---|---|---|---|---|---|---|")
+            for corpus in self.corpora:
+                for cache in ("cold", "index-only", "warm"):
+                    cur, base = self.row(corpus.name, check_label(1, cache)), self.row(corpus.name,
+                                                                                       baseline_label(1, cache))
+                    if not (cur and base and cur.samples and base.samples):
+                        continue
+                    rss = [max(s.rss_kb for s in r.samples) / 1024 for r in (cur, base)]
+                    add(f"| {corpus.name} | {len(corpus.files)} | {cache} | {cur.median('cpu'):.2f} / "
+                        f"{base.median('cpu'):.2f} | {_div(cur.median('cpu'), base.median('cpu'))} | "
+                        f"{cur.median():.2f} / {base.median():.2f} | {_div(cur.median(), base.median())} | "
+                        f"{rss[0]:.0f} / {rss[1]:.0f} | {_extra_text(cur, 'findings')} / "
+                        f"{_extra_text(base, 'findings')} |")
         add("")
         add("## Goals (DESIGN.md, Quality bars; 2 cores)")
         add("")
@@ -1053,6 +1137,10 @@ class Bench:
         return "\n".join(lines).rstrip() + "\n"
 
 
+def _div(x: float | None, y: float | None) -> str:
+    return f"{x / y:.3f}x" if x is not None and y else "-"
+
+
 def _extra_text(row: Row, key: str) -> str:
     value = row.extra_median(key)
     return "-" if value is None else f"{value:.0f}"
@@ -1095,6 +1183,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--notes", default=str(HERE / "ANALYSIS.md"), metavar="FILE",
                         help="markdown appended to the report when it exists (analysis; default: %(default)s)")
     parser.add_argument("--keep-temp", action="store_true", help="keep the temporary folder (file lists, caches)")
+    parser.add_argument("--compare-with", default=None, metavar="REV|PATH",
+                        help="also time check -j1 of this git revision (or of the hp_invariants package in PATH), "
+                             "interleaved, and report the slowdown against it")
     return parser
 
 

@@ -283,12 +283,14 @@ class Session:
         """True when the results cache holds an entry for each of ``paths`` recorded against the
         project as it is now (same fingerprint), so the project facts need not be built."""
         assert self.project is not None and self.results is not None
-        fingerprints = {f.key: self.project.fingerprint(paths[0], [f]) for f in facts}
+        # one walk, read against the manifest of these very facts (the one a build would read)
+        fingerprint = self.project.fingerprint(paths[0], facts)
+        keys = {f.key for f in facts}
         stored = self.results.entries(root)
         for path in paths:
             entry = stored.get(os.path.relpath(os.path.abspath(path), root))
             deps = entry.get("deps") if isinstance(entry, dict) else None
-            if not isinstance(deps, dict) or any(not isinstance(d, dict) or d.get("fp") != fingerprints.get(k)
+            if not isinstance(deps, dict) or any(k not in keys or not isinstance(d, dict) or d.get("fp") != fingerprint
                                                  for k, d in deps.items()):
                 return False
         return True

@@ -87,3 +87,48 @@ def test_quick_benchmark_writes_the_table(tmp_path: Path) -> None:
     assert any(cells[0].startswith("pre-commit, 5 files, warm cache") for cells in goals)
     for version in ("| python |", "| hp-invariants |", "| pylint |", "| semgrep | not found |"):
         assert version in text
+
+
+def test_compare_with_times_an_earlier_version_beside_the_current_one(tmp_path: Path) -> None:
+    """``--compare-with PATH``: the check rows of that tree run interleaved with the current ones, on
+    the same files, and the report gives current / baseline ratios and the at-most-10%-slower goal.
+    The baseline here is a copy of this very package with no rules registered: its rows must show
+    no findings where the current tree's show the bundled regressions."""
+    corpus = tmp_path / "two"
+    corpus.mkdir()
+    for index, source in enumerate(sorted((REPO / "examples" / "regressions").glob("*.py"))[:2]):
+        shutil.copy(source, corpus / f"m{index}_{source.name}")
+    baseline = tmp_path / "baseline"
+    shutil.copytree(REPO / "hp_invariants", baseline / "hp_invariants",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    registry = baseline / "hp_invariants" / "registry.py"
+    registry.write_text(registry.read_text() + "\nRULES.clear()\n")
+    output = tmp_path / "RESULTS.md"
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--corpus", f"two={corpus}", "--compare-with", str(baseline),
+         "--skip", "pylint,baseline,semgrep,precommit", "--single-in", "",
+         "--output", str(output), "--notes", str(tmp_path / "none.md")],
+        capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = output.read_text(encoding="utf-8")
+    rows = {(cells[0], cells[1]): cells for cells in _table_rows(text, "| corpus | command |")}
+    for cache in ("cold", "index-only", "warm"):
+        current = rows[("two", f"hp-invariants check -j1 ({cache} cache)")]
+        base = rows[("two", f"hp-invariants check -j1 ({cache} cache) [baseline]")]
+        assert base[6] == current[6] == "2"  # same files
+        assert int(current[7]) > 0 and base[7] == "0"  # the baseline rows ran the other tree
+    compared = _table_rows(text, "| corpus | files | cache | CPU s: current / baseline")
+    assert [cells[2] for cells in compared] == ["cold", "index-only", "warm"]
+    assert all(cells[4].endswith("x") for cells in compared)
+    goals = _table_rows(text, "| goal | corpus |")
+    slower = [cells for cells in goals if "at most 10% slower than the tree at" in cells[0]]
+    assert len(slower) == 3 and all(cells[3] in ("yes", "**no**") for cells in slower)
+
+
+def test_compare_with_rejects_what_is_neither_a_tree_nor_a_revision(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--corpus", f"none={tmp_path}", "--compare-with", "no-such-rev-xyz",
+         "--output", str(tmp_path / "R.md")], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode != 0
+    assert "--compare-with 'no-such-rev-xyz' is neither a folder holding hp_invariants/ nor a git revision" \
+        in proc.stdout + proc.stderr

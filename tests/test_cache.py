@@ -189,6 +189,67 @@ def test_stat_trusted_files_are_not_read(tmp_path, monkeypatch):
     assert again.stats["hashed"] == 0 and again.stats["parsed"] == 0
 
 
+def test_fingerprint_of_one_kind_reuses_the_walk_of_all_kinds(tmp_path, monkeypatch):
+    """A file's results record one fingerprint per kind of facts; the walk behind it does not depend on
+    the kinds, so asking for one kind after a build of two must neither walk nor read any file again
+    (it used to walk and hash the whole project once per kind, against a manifest that did not exist)."""
+    from hp_invariants.rules.shard_gate_facts import ShardGateFacts
+
+    root = _project(tmp_path)
+    both = [ClassIndexFacts(), ShardGateFacts()]
+    project = project_module.Project(cache_dir=str(tmp_path / "cache"))
+    project.prepare_root(root, both)
+    whole = project.fingerprint(str(root / "pkg" / "base.py"), both)
+    reads: list[str] = []
+    real_read = project_module.read_source_bytes
+    monkeypatch.setattr(project_module, "read_source_bytes", lambda path, limit: reads.append(path) or real_read(path, limit))
+    assert project.fingerprint(str(root / "pkg" / "child.py"), [both[0]]) == whole
+    assert project.fingerprint(str(root / "pkg" / "child.py"), [both[1]]) == whole
+    assert reads == []
+    # a fresh process (new Project) checking against the stored results: one walk, stat-trusted files not read
+    monkeypatch.setattr(project_module, "RACY_WINDOW_NS", -10**18)
+    again = project_module.Project(cache_dir=str(tmp_path / "cache"))
+    assert again.fingerprint(str(root / "pkg" / "child.py"), both) == whole
+    assert again.fingerprint(str(root / "pkg" / "child.py"), [both[1]]) == whole
+    assert reads == []
+
+
+def test_recheck_of_unchanged_files_walks_the_project_once(tmp_path, monkeypatch):
+    """``check`` with every file's results cached: the project is walked once and no file is re-hashed."""
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    assert _check(root, cache)[0] == 0
+    monkeypatch.setattr(project_module, "RACY_WINDOW_NS", -10**18)
+    walks: list[str] = []
+    real_entries = project_module.project_entries
+    monkeypatch.setattr(project_module, "project_entries", lambda root, *a, **k: walks.append(root) or real_entries(root, *a, **k))
+    digests: list[int] = []
+    real_digest = project_module.content_digest
+    monkeypatch.setattr(project_module, "content_digest", lambda raw: digests.append(1) or real_digest(raw))
+    assert _check(root, cache)[0] == 0
+    assert walks == [str(root)]
+    assert digests == []
+
+
+def test_gc_paused_restores_the_collector():
+    import gc
+
+    assert gc.isenabled()
+    with project_module.gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with project_module.gc_paused():
+            pass
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), project_module.gc_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+
+
 # ---------------------------------------------------------------------- location, clear, .gitignore
 def test_cache_dir_and_clear(tmp_path, capsys, monkeypatch):
     root = _project(tmp_path)
