@@ -438,3 +438,40 @@ def test_wrapped_or_plugin_rules_are_never_served_from_the_results_cache(tmp_pat
     result = engine.run_check(session, [str(root)])
     assert len(result.findings) == 1 and calls  # the wrapped rules ran: nothing came from the cache
     assert session.results.stats == {"hits": 0, "misses": 0}
+
+
+def test_shard_gate_summaries_round_trip_and_reject_malformed_data():
+    """E9502's compact cache form decodes to the very summary, and anything else raises."""
+    import ast
+
+    from hp_invariants.rules.shard_gate_facts import ShardGateFacts
+
+    facts = ShardGateFacts()
+    tree = ast.parse(textwrap.dedent("""
+        class T:
+            def __init__(self, ws):
+                self.need = ws > 1 and not self.cp
+                self.other = ws
+
+            @property
+            def sharded(self):
+                return self.dp_shard > 1 or self.mesh["dp"].size() > 1
+
+            @abc.abstractmethod
+            def step(self):
+                ...
+
+        def apply(m):
+            fully_shard(m)
+            m.reset_sharded_param()
+    """))
+    summary = facts.summarize(tree, "/p/t.py")
+    encoded = json.loads(json.dumps(facts.encode(summary)))
+    assert facts.decode(encoded) == summary
+    functions, values, other = encoded
+    for bad in (None, "x", [], encoded[:2], [{"a": 1}, values, other], [functions, values, "other"],
+                [[["f", 4, None, []]], values, other], [[["f", 0, None, "calls"]], values, other],
+                [[["f", 0, [["?"], 1.5], []]], values, other], [[[1, 0, None, []]], values, other],
+                [functions, [["need", [[["deep"]]]]], other], [functions, [["need", {"n": 1}]], other]):
+        with pytest.raises((TypeError, ValueError)):
+            facts.decode(bad)

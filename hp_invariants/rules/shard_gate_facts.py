@@ -26,10 +26,10 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-from hp_invariants.astutil import EXITS, child_nodes, dotted_name, last_name, walk_function_body
+from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, dotted_name, last_name, walk_function_body
 from hp_invariants.project import ProjectFacts
 
-FACTS_VERSION = 3
+FACTS_VERSION = 4
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
 
 UNKNOWN = ("?",)
@@ -42,6 +42,7 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _EXITS = EXITS
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _MAX_ENC_DEPTH = 8
+_MATCH = getattr(ast, "Match", None)
 _SKIPPED_EXPRESSIONS = frozenset({ast.Lambda, *_COMPS, ast.Constant, ast.Name, ast.JoinedStr, ast.Attribute})
 
 
@@ -172,35 +173,44 @@ def expression_calls(node: ast.AST, out: set[str]) -> None:
     expression unless both make the call, and ``and``/``or`` operands after the first.
     """
     stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    plans, holey, skipped = _CHILD_FIELDS, _HOLEY, _SKIPPED_EXPRESSIONS
+    Call, Attribute, Name = ast.Call, ast.Attribute, ast.Name
     while stack:
-        cur = stack.pop()
+        cur = pop()
         cls = cur.__class__
-        if cls is ast.Call:
+        if cls is Call:
             func = cur.func
-            if func.__class__ is ast.Attribute:
+            if func.__class__ is Attribute:
                 out.add(_intern(func.attr))
-                stack.append(func.value)
-            elif func.__class__ is ast.Name:
+                push(func.value)
+            elif func.__class__ is Name:
                 out.add(_intern(func.id))
             else:
-                stack.append(func)
-            stack.extend(cur.args)
-            stack.extend([k.value for k in cur.keywords])
+                push(func)
+            extend(cur.args)
+            for keyword in cur.keywords:
+                push(keyword.value)
+        elif cls in skipped:
             continue
-        if cls in _SKIPPED_EXPRESSIONS:
-            continue
-        if cls is ast.IfExp:
-            stack.append(cur.test)
+        elif cls is ast.IfExp:
+            push(cur.test)
             body: set[str] = set()
             other: set[str] = set()
             expression_calls(cur.body, body)
             expression_calls(cur.orelse, other)
             out |= body & other
-            continue
-        if cls is ast.BoolOp:
-            stack.append(cur.values[0])
-            continue
-        stack.extend(child_nodes(cur))
+        elif cls is ast.BoolOp:
+            push(cur.values[0])
+        else:  # the children, as astutil.child_nodes gives them, without a call per node
+            for name in plans[cls]:
+                value = getattr(cur, name, None)
+                if value is None:
+                    continue
+                if value.__class__ is list:
+                    extend([v for v in value if v is not None] if name in holey else value)
+                else:
+                    push(value)
 
 
 def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
@@ -250,21 +260,33 @@ def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
 
 
 # ---------------------------------------------------------------------- returns and aliases
+_BLOCKS: dict[type, tuple[str, ...]] = {
+    ast.If: ("body", "orelse"), ast.For: ("body", "orelse"), ast.AsyncFor: ("body", "orelse"),
+    ast.While: ("body", "orelse"), ast.With: ("body",), ast.AsyncWith: ("body",),
+    ast.Try: ("body", "orelse", "finalbody"),
+    **({ast.TryStar: ("body", "orelse", "finalbody")} if hasattr(ast, "TryStar") else {}),  # type: ignore[attr-defined]
+}
+"""The statement lists of each compound statement that is not a scope (``except`` handlers and
+``match`` cases apart)."""
+
+
 def _return_statements(stmts: list[ast.stmt], out: list[ast.Return]) -> None:
+    """Append the ``return`` statements of ``stmts`` (nested blocks included, nested scopes not)."""
     for stmt in stmts:
-        if isinstance(stmt, ast.Return):
+        cls = stmt.__class__
+        if cls is ast.Return:
             out.append(stmt)
-        elif isinstance(stmt, _SCOPES):
             continue
-        else:
-            for name in ("body", "orelse", "finalbody"):
-                block = getattr(stmt, name, None)
-                if isinstance(block, list):
-                    _return_statements(block, out)
-            for handler in getattr(stmt, "handlers", ()) or ():
-                _return_statements(handler.body, out)
-            for case in getattr(stmt, "cases", ()) or ():
-                _return_statements(case.body, out)
+        fields = _BLOCKS.get(cls)
+        if fields is None:
+            if cls is _MATCH:
+                for case in stmt.cases:
+                    _return_statements(case.body, out)
+            continue
+        for name in fields:
+            _return_statements(getattr(stmt, name), out)
+        for handler in getattr(stmt, "handlers", ()):
+            _return_statements(handler.body, out)
 
 
 def _local_aliases(func: ast.AST) -> dict[str, ast.AST]:
@@ -378,6 +400,31 @@ def _store(target: ast.AST, value: ast.AST | None, attr_values: list, attr_other
                 attr_other.add(_intern(sub.attr))
 
 
+def _list(value: Any) -> list:
+    if type(value) is not list:
+        raise TypeError("list expected")
+    return value
+
+
+def _expression(data: Any, depth: int = 0) -> tuple:
+    """An encoded expression (see :func:`encode`) from its JSON form: lists of strings, ints and
+    such lists, no deeper than :func:`encode` makes them; anything else raises."""
+    if type(data) is not list or not data or type(data[0]) is not str or depth > 2 * _MAX_ENC_DEPTH + 4:
+        raise TypeError("encoded expression expected")
+    out: list[Any] = []
+    for item in data:
+        kind = type(item)
+        if kind is str:
+            out.append(sys.intern(item))
+        elif kind is int:
+            out.append(item)
+        elif kind is list and item and type(item[0]) is list:  # the operands of and/or
+            out.append(tuple(_expression(x, depth + 1) for x in item))
+        else:
+            out.append(_expression(item, depth + 1))
+    return tuple(out)
+
+
 class ShardGateIndex:
     """Every file's :class:`FileFacts` of one project, by name (what E9502 reads at check time).
 
@@ -394,6 +441,7 @@ class ShardGateIndex:
         self.attr_values: dict[str, list[tuple[int, tuple]]] = {}
         self.attr_other: dict[str, set[int]] = {}
         self.memo: dict[Any, Any] = {}
+        self._callers: dict[str, list[str]] | None = None
         for number, facts in enumerate(summaries):
             functions, attr_values, attr_other = FileFacts(*facts)
             for func in functions:
@@ -404,10 +452,54 @@ class ShardGateIndex:
             for attr in attr_other:
                 self.attr_other.setdefault(attr, set()).add(number)
 
+    def callers(self) -> dict[str, list[str]]:
+        """``callee -> names of the functions that call it on every normal path`` (a name once per
+        ``def``), over the whole project; computed on first use (it does not depend on options)."""
+        if self._callers is None:
+            callers: dict[str, list[str]] = {}
+            get = callers.get
+            for name, defs in self.functions.items():
+                for _, func in defs:
+                    for callee in func[3]:  # FunctionFact.calls
+                        found = get(callee)
+                        if found is None:
+                            callers[callee] = [name]
+                        else:
+                            found.append(name)
+            self._callers = callers
+        return self._callers
+
 
 class ShardGateFacts(ProjectFacts):
     """E9502's :class:`~hp_invariants.project.ProjectFacts`: :func:`summarize` per file, a
     :class:`ShardGateIndex` per project."""
+
+    def encode(self, summary: tuple) -> list:
+        """Return ``summary`` as compact JSON data: ``[functions, attr_values, attr_other]``, each
+        function ``[name, flags, returns, calls]`` (``flags``: 1 a property, 2 abstract; ``calls``
+        sorted; encoded expressions as nested lists), ``attr_other`` sorted."""
+        functions, attr_values, attr_other = summary
+        return [[[f[0], (1 if f[1] else 0) | (2 if f[4] else 0), f[2], sorted(f[3])] for f in functions],
+                [list(item) for item in attr_values], sorted(attr_other)]
+
+    def decode(self, data: Any) -> tuple:
+        """Return the summary :meth:`encode` turned into ``data``. Raises ``TypeError`` or
+        ``ValueError`` when ``data`` is not of that shape (the cache folder may be shared)."""
+        functions, attr_values, attr_other = _list(data)
+        intern = sys.intern
+        decoded: list[tuple] = []
+        for item in _list(functions):
+            name, flags, returns, calls = _list(item)
+            if type(flags) is not int or not 0 <= flags <= 3:
+                raise ValueError("function flags")
+            decoded.append((intern(name), bool(flags & 1),
+                            None if returns is None else tuple(_expression(r) for r in _list(returns)),
+                            frozenset(map(intern, _list(calls))), bool(flags & 2)))
+        values = []
+        for item in _list(attr_values):
+            attr, value = _list(item)
+            values.append((intern(attr), _expression(value)))
+        return (tuple(decoded), tuple(values), frozenset(map(intern, _list(attr_other))))
 
     key = "shard-gates"
     version = FACTS_VERSION

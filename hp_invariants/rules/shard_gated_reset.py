@@ -500,13 +500,7 @@ def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, s
     if cached is not None:
         return cached
     via = {c: c for c in calls}
-    callers: dict[str, list[str]] = {}
-    for name, defs in index.functions.items():
-        if name in via:
-            continue
-        for _, func in defs:
-            for callee in func.calls:
-                callers.setdefault(callee, []).append(name)
+    callers = index.callers()
     work = list(calls)
     while work:
         callee = work.pop()

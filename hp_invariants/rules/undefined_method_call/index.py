@@ -334,22 +334,29 @@ class _Summarizer:
             qual = qual if qual != UNKNOWN else UNKNOWN + simple
             uses.add(_intern(VALUE_USE + qual if value else qual))
 
+        Name, Attribute = ast.Name, ast.Attribute
+        named = (Name, Attribute)
         for node in walk_nodes(tree):  # parents before children (breadth-first)
             kind = node.__class__
-            if kind is ast.Call:
+            if kind is Name:  # the most frequent kind first (a third of all nodes)
+                if node.ctx.__class__ is not ast.Load and id(node) not in skip:
+                    untyped.add(node.id)
+            elif kind is ast.Call:
                 func = node.func
                 use(func, False)
-                name = func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else None
+                name = func.id if func.__class__ is Name else func.attr if func.__class__ is Attribute else None
                 called.add(name)
-                if name in FACTORY_METHODS and func.__class__ is ast.Attribute:
+                if name in FACTORY_METHODS and func.__class__ is Attribute:
                     use(func.value, False)  # Model.from_pretrained(...) builds a Model
                 if name in _NOT_USES:
                     skip.update(id(a) for a in node.args)
                 else:
                     for arg in node.args:
-                        use(arg)
+                        if arg.__class__ in named:
+                            use(arg)
                     for kw in node.keywords:
-                        use(kw.value)
+                        if kw.value.__class__ in named:
+                            use(kw.value)
                 if name == "setattr" and func.__class__ is ast.Name and len(node.args) >= 2:
                     owner = dotted_name(node.args[0])
                     if not owner or owner.split(".")[0] not in ("self", "cls"):
@@ -393,9 +400,8 @@ class _Summarizer:
                             aliases.append((target.id, value))
                         elif target.__class__ is ast.Attribute:
                             aliases.append((target.attr, value))
-            elif kind is ast.Name:
-                if node.ctx.__class__ is not ast.Load and id(node) not in skip:
-                    untyped.add(node.id)
+            elif kind is ast.Constant:
+                continue
             elif kind is ast.arg:
                 ann = node.annotation
                 qual = qualify(ann, imports) if ann is not None and ann.__class__ in (ast.Name, ast.Attribute) else UNKNOWN
@@ -415,7 +421,8 @@ class _Summarizer:
             elif kind is ast.Tuple or kind is ast.List or kind is ast.Set:
                 if id(node) not in skip:
                     for elt in node.elts:
-                        use(elt)
+                        if elt.__class__ in named:
+                            use(elt)
             elif kind is ast.Subscript:
                 skip.add(id(node.slice))  # Union[A, B], Tuple[A, B]: annotations, not uses
         for name, value in aliases:  # an alias (re-export, class attribute) is a use only if called
