@@ -126,7 +126,9 @@ def _session(args: argparse.Namespace) -> tuple[engine.Session, int]:
     if note:
         print(f"hp-invariants: {note}", file=sys.stderr)
     resolver = _resolver(args)
-    return engine.default_session(resolver, cache_dir=args.cache_dir, use_cache=not args.no_cache), jobs
+    # a short-lived process: the project facts, once built, are frozen out of the collector's passes
+    return engine.default_session(resolver, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                                  freeze_after_build=True), jobs
 
 
 def _fewer_gc_passes() -> None:

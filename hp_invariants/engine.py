@@ -317,11 +317,12 @@ def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResul
     return result
 
 
-def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> Project:
+def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1,
+                    freeze_after_build: bool = False) -> Project:
     """A :class:`Project` whose walk honours the check's excludes (patterns that match the project
     root itself or its parents do not count, so a project inside an excluded folder still sees its own
     files) and whose cache folder is ``cache_dir``, else the ``cache-dir`` of the configuration
-    governing the project root."""
+    governing the project root. ``freeze_after_build``: see :class:`Project` (short-lived processes)."""
 
     configs: dict[str, Any] = {}
 
@@ -335,13 +336,16 @@ def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache:
     def cache_for(root: Path) -> str | None:
         return cache_dir or resolver.config_for(root).cache_dir
 
-    return Project(cache_dir=cache_for, use_cache=use_cache, jobs=jobs, is_excluded=excluded)
+    return Project(cache_dir=cache_for, use_cache=use_cache, jobs=jobs, is_excluded=excluded,
+                   freeze_after_build=freeze_after_build)
 
 
-def default_session(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> Session:
+def default_session(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1,
+                    freeze_after_build: bool = False) -> Session:
     """A :class:`Session` over ``resolver`` with the :func:`default_project` of that resolver;
-    ``use_cache`` also turns on the per-file :class:`ResultsCache` in the same cache folder."""
-    project = default_project(resolver, cache_dir, use_cache, jobs)
+    ``use_cache`` also turns on the per-file :class:`ResultsCache` in the same cache folder;
+    ``freeze_after_build``: see :class:`~hp_invariants.project.Project` (short-lived processes only)."""
+    project = default_project(resolver, cache_dir, use_cache, jobs, freeze_after_build)
     return Session(resolver, project, ResultsCache(project) if use_cache else None)
 
 

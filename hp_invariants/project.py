@@ -204,15 +204,21 @@ class Project:
     for summarizing files that are not cached (the CLI's ``-j``); ``is_excluded(path, root)``: project
     files the walk leaves out (the check's own excludes; default excluded folder names always apply).
     Built data is memoized per root for the life of the object; ``notes`` collects what a user should
-    know about the walk (a bounded or truncated index).
+    know about the walk (a bounded or truncated index). ``freeze_after_build`` (for a short-lived
+    process such as the CLI's, never a library host like pylint): after each build, move every object
+    alive to the collector's permanent generation (:func:`gc.freeze`), so that the checks that follow
+    never walk the project facts again (measured: 14% of a ``check`` of torch/distributed whose
+    facts come from the cache); what the process frees later is still freed by reference counting.
     """
 
     def __init__(self, cache_dir: str | Callable[[Path], str | None] | None = None, use_cache: bool = True,
-                 jobs: int = 1, is_excluded: Callable[[str, Path], bool] | None = None):
+                 jobs: int = 1, is_excluded: Callable[[str, Path], bool] | None = None,
+                 freeze_after_build: bool = False):
         self.cache_dir = cache_dir
         self.use_cache = use_cache
         self.jobs = jobs
         self.is_excluded = is_excluded
+        self.freeze_after_build = freeze_after_build
         self._built: dict[Path, dict[str, Any]] = {}
         self._roots: dict[str, Path] = {}
         self._scans: dict[tuple[Path, str], tuple[Scan, dict]] = {}
@@ -343,7 +349,10 @@ class Project:
     # ------------------------------------------------------------------ building
     def _build(self, root: Path, facts: Sequence[ProjectFacts]) -> dict[str, Any]:
         with gc_paused():
-            return self._build_unpaused(root, facts)
+            built = self._build_unpaused(root, facts)
+            if self.freeze_after_build:  # before the collector is back: it never walks what was built
+                gc.freeze()
+            return built
 
     def _build_unpaused(self, root: Path, facts: Sequence[ProjectFacts]) -> dict[str, Any]:
         root = Path(os.path.abspath(root))

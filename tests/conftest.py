@@ -6,10 +6,14 @@
 * Every test run gets its own hp-invariants cache folder: ``HP_INVARIANTS_CACHE_DIR`` points to a
   temporary folder for the whole session (subprocesses inherit it), so no test ever reads or writes
   the real ``~/.cache/hp-invariants``.
+* The CLI freezes the objects alive once the project facts are built (:func:`gc.freeze`, right for
+  its short-lived process); tests that call it in-process get the collector unfrozen afterwards,
+  so that the suite's own garbage is still collected.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -44,3 +48,11 @@ def _private_cache_dir(tmp_path_factory):
         os.environ.pop("HP_INVARIANTS_CACHE_DIR", None)
     else:
         os.environ["HP_INVARIANTS_CACHE_DIR"] = old
+
+
+@pytest.fixture(autouse=True)
+def _collector_unfrozen():
+    """Undo an in-process CLI run's :func:`gc.freeze` after each test."""
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()

@@ -475,3 +475,20 @@ def test_shard_gate_summaries_round_trip_and_reject_malformed_data():
                 [functions, [["need", [[["deep"]]]]], other], [functions, [["need", {"n": 1}]], other]):
         with pytest.raises((TypeError, ValueError)):
             facts.decode(bad)
+
+
+def test_cli_freezes_the_built_facts_library_hosts_do_not(tmp_path):
+    """The CLI's short-lived process moves what is alive after the project-facts build out of the
+    collector's passes (gc.freeze); a Project made for a library host (the pylint plugin, a Session
+    of your own) never touches the collector's generations."""
+    import gc
+
+    from hp_invariants.rules.shard_gate_facts import ShardGateFacts
+
+    root = _project(tmp_path)
+    gc.unfreeze()
+    project = engine.default_project(Resolver(RULES), cache_dir=str(tmp_path / "c1"))
+    project.prepare_root(root, [ClassIndexFacts(), ShardGateFacts()])
+    assert project.stats["parsed"] > 0 and gc.get_freeze_count() == 0
+    assert _check(root, tmp_path / "c2")[0] == 0
+    assert gc.get_freeze_count() > 0  # the conftest fixture unfreezes after the test

@@ -1349,9 +1349,9 @@ def _decoder(cls: type):
     kinds = _FIELD_KINDS.get(cls) or _field_kinds(cls)
 
     def strings(value: object) -> list:
-        if type(value) is not list:
-            raise TypeError("list expected")
-        return list(map(intern, value))
+        if type(value) is not list or (value and not set(map(type, value)) <= _ONLY_STR):
+            raise TypeError("list of str expected")
+        return value  # validated at C speed; JSON strings are fresh objects (no intern: cheaper load)
 
     def scalar(kind: type):
         def convert(value: object) -> object:
@@ -1361,9 +1361,9 @@ def _decoder(cls: type):
         return convert
 
     def mapping(value: object) -> dict:
-        if type(value) is not dict:
-            raise TypeError("dict expected")
-        return {intern(k): intern(v) for k, v in value.items()}
+        if type(value) is not dict or (value and not set(map(type, value.values())) <= _ONLY_STR):
+            raise TypeError("dict of str expected")  # JSON object keys are always str
+        return value
 
     def pairs(value: object) -> tuple:
         if type(value) is not list:
@@ -1401,6 +1401,7 @@ def _decoder(cls: type):
 
 
 _DECODERS: dict[type, object] = {}
+_ONLY_STR = frozenset({str})
 
 
 # ---------------------------------------------------------------------- what a file's findings depend on
