@@ -1268,7 +1268,10 @@ class ClassIndexFacts(ProjectFacts):
             return None
         asked = list(dict.fromkeys(tracker.asked))
         questions = [_normal(view, q, question=True) for q in asked]
-        return {"q": questions, "a": _answers_digest(_answers(view, asked))}
+        answers = tracker.answers
+        if any(answers.get(q, (None,))[0] is not view for q in asked):  # asked of another view: ask again
+            return {"q": questions, "a": _answers_digest(_answers(view, asked))}
+        return {"q": questions, "a": _answers_digest([_normal(view, answers[q][1]) for q in asked])}
 
     def still_valid(self, data: "ClassIndex", path: str, digest: bytes, record: object) -> bool:
         """Replay the recorded questions on the index ``data``: True when the file is indexed with the
@@ -1420,6 +1423,7 @@ class _Questions:
         self.asked: list[tuple] = []
         self.view: ClassIndex | None = None
         self.overlaid = False
+        self.answers: dict[tuple, tuple] = {}  # question -> (the view that answered, its answer)
 
 
 class _TrackedIndex:
@@ -1435,12 +1439,17 @@ class _TrackedIndex:
         if name in _TRACKED:
             questions = self._questions
             index = self._index
+            answers = questions.answers
 
             def asked(*args):
-                questions.asked.append((name, *args))
+                question = (name, *args)
+                questions.asked.append(question)
                 questions.view = index
-                return value(*args)
+                answer = value(*args)
+                answers.setdefault(question, (index, answer))
+                return answer
 
+            setattr(self, name, asked)  # later uses skip __getattr__
             return asked
         return value
 
