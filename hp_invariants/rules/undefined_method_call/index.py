@@ -612,7 +612,12 @@ def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[s
                         sub.func.id in ("locals", "vars", "exec", "setattr"):
                     dynamic = True
 
-    body_scope(node.body)
+    try:
+        body_scope(node.body)
+    finally:
+        # body_scope refers to itself through its closure: without this, every class's methods would
+        # stay in a reference cycle, which the project-facts build (collector paused) would pile up
+        del body_scope
     for method in methods:
         args = method.args.posonlyargs + method.args.args
         receiver = args[0].arg if args else None
