@@ -324,6 +324,7 @@ class _Summarizer:
         skip: set[int] = set()  # ids of nodes not to read as uses / bindings
         called: set[str] = set()  # last names of every callee (Name ids and attribute names)
         aliases: list[tuple[str, ast.AST]] = []  # X = A / self.x = A: A is used when X is called
+        arguments: list[ast.arg] = []  # every parameter (its annotation may type a receiver)
 
         def use(node: ast.AST, value: bool = True) -> None:
             kind = node.__class__
@@ -335,7 +336,12 @@ class _Summarizer:
             uses.add(_intern(VALUE_USE + qual if value else qual))
 
         Name, Attribute = ast.Name, ast.Attribute
-        named = (Name, Attribute)
+
+        def classy(expr: ast.AST) -> bool:  # what use() would record: a capitalized or local class name
+            kind = expr.__class__
+            simple = expr.id if kind is Name else expr.attr if kind is Attribute else None
+            return simple is not None and (simple.lstrip("_")[:1].isupper() or simple in local_classes)
+
         for node in walk_nodes(tree):  # parents before children (breadth-first)
             kind = node.__class__
             if kind is Name:  # the most frequent kind first (a third of all nodes)
@@ -343,8 +349,9 @@ class _Summarizer:
                     untyped.add(node.id)
             elif kind is ast.Call:
                 func = node.func
-                use(func, False)
                 name = func.id if func.__class__ is Name else func.attr if func.__class__ is Attribute else None
+                if name is not None and (name.lstrip("_")[:1].isupper() or name in local_classes):
+                    use(func, False)
                 called.add(name)
                 if name in FACTORY_METHODS and func.__class__ is Attribute:
                     use(func.value, False)  # Model.from_pretrained(...) builds a Model
@@ -352,10 +359,10 @@ class _Summarizer:
                     skip.update(id(a) for a in node.args)
                 else:
                     for arg in node.args:
-                        if arg.__class__ in named:
+                        if classy(arg):
                             use(arg)
                     for kw in node.keywords:
-                        if kw.value.__class__ in named:
+                        if classy(kw.value):
                             use(kw.value)
                 if name == "setattr" and func.__class__ is ast.Name and len(node.args) >= 2:
                     owner = dotted_name(node.args[0])
@@ -388,7 +395,12 @@ class _Summarizer:
             elif kind is ast.Assign:
                 value = node.value
                 targets = node.targets
-                if len(targets) == 1 and targets[0].__class__ is ast.Name and value.__class__ is ast.Call:
+                if len(targets) == 1 and targets[0].__class__ is ast.Name and value.__class__ is ast.Call and (
+                        # qualify's last component is the attribute's, or the imported/builtin name's:
+                        # skip the lookup when it cannot be a class name
+                        (value.func.attr.lstrip("_")[:1].isupper() if value.func.__class__ is Attribute else
+                         value.func.id in imports or value.func.id.lstrip("_")[:1].isupper()
+                         if value.func.__class__ is Name else True)):
                     qual = qualify(value.func, imports)
                     last = qual.rsplit(".", 1)[-1]
                     if qual != UNKNOWN and last.lstrip("_")[:1].isupper():
@@ -403,12 +415,7 @@ class _Summarizer:
             elif kind is ast.Constant:
                 continue
             elif kind is ast.arg:
-                ann = node.annotation
-                qual = qualify(ann, imports) if ann is not None and ann.__class__ in (ast.Name, ast.Attribute) else UNKNOWN
-                if qual == UNKNOWN:
-                    untyped.add(node.arg)
-                else:
-                    typed.setdefault(node.arg, set()).add(qual)
+                arguments.append(node)  # typed or not: only asked for receivers of stores (below)
             elif kind is ast.Return:
                 if node.value is not None:
                     use(node.value)
@@ -421,13 +428,23 @@ class _Summarizer:
             elif kind is ast.Tuple or kind is ast.List or kind is ast.Set:
                 if id(node) not in skip:
                     for elt in node.elts:
-                        if elt.__class__ in named:
+                        if classy(elt):
                             use(elt)
             elif kind is ast.Subscript:
                 skip.add(id(node.slice))  # Union[A, B], Tuple[A, B]: annotations, not uses
         for name, value in aliases:  # an alias (re-export, class attribute) is a use only if called
             if name in called:
                 use(value)
+        receiver_names = {name for name, _ in receivers}
+        for node in arguments if receiver_names else ():
+            if node.arg not in receiver_names:
+                continue
+            ann = node.annotation
+            qual = qualify(ann, imports) if ann is not None and ann.__class__ in (ast.Name, ast.Attribute) else UNKNOWN
+            if qual == UNKNOWN:
+                untyped.add(node.arg)
+            else:
+                typed.setdefault(node.arg, set()).add(qual)
         for name, attr in receivers:
             types = typed.get(name)
             if types is None or name in untyped:
