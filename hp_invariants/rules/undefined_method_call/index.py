@@ -335,7 +335,10 @@ class _Summarizer:
             qual = qual if qual != UNKNOWN else UNKNOWN + simple
             uses.add(_intern(VALUE_USE + qual if value else qual))
 
-        Name, Attribute = ast.Name, ast.Attribute
+        Name, Attribute, Call, Load, Store = ast.Name, ast.Attribute, ast.Call, ast.Load, ast.Store
+        Assign, Arg, Return, IfExp, Dict = ast.Assign, ast.arg, ast.Return, ast.IfExp, ast.Dict
+        sequences = (ast.Tuple, ast.List, ast.Set)
+        handled = frozenset({Assign, Arg, Return, IfExp, Dict, ast.Subscript, *sequences})
 
         def classy(expr: ast.AST) -> bool:  # what use() would record: a capitalized or local class name
             kind = expr.__class__
@@ -345,9 +348,9 @@ class _Summarizer:
         for node in walk_nodes(tree):  # parents before children (breadth-first)
             kind = node.__class__
             if kind is Name:  # the most frequent kind first (a third of all nodes)
-                if node.ctx.__class__ is not ast.Load and id(node) not in skip:
+                if node.ctx.__class__ is not Load and id(node) not in skip:
                     untyped.add(node.id)
-            elif kind is ast.Call:
+            elif kind is Call:
                 func = node.func
                 name = func.id if func.__class__ is Name else func.attr if func.__class__ is Attribute else None
                 if name is not None and (name.lstrip("_")[:1].isupper() or name in local_classes):
@@ -378,8 +381,8 @@ class _Summarizer:
                                 receivers.append((target.id, attr))
                             else:
                                 stores.add(("", _intern(attr)))
-            elif kind is ast.Attribute:
-                if node.ctx.__class__ is not ast.Store:
+            elif kind is Attribute:
+                if node.ctx.__class__ is not Store:
                     continue
                 value = node.value
                 owner = dotted_name(value)
@@ -392,7 +395,9 @@ class _Summarizer:
                     receivers.append((value.id, node.attr))
                 else:  # x.y.attr = ..., xs[0].attr = ..., f().attr = ...: an instance of unknown class
                     stores.add(("", _intern(node.attr)))
-            elif kind is ast.Assign:
+            elif kind not in handled:  # Constant, keyword, Expr, BinOp ...: nothing to record
+                continue
+            elif kind is Assign:
                 value = node.value
                 targets = node.targets
                 if len(targets) == 1 and targets[0].__class__ is ast.Name and value.__class__ is ast.Call and (
@@ -412,20 +417,18 @@ class _Summarizer:
                             aliases.append((target.id, value))
                         elif target.__class__ is ast.Attribute:
                             aliases.append((target.attr, value))
-            elif kind is ast.Constant:
-                continue
-            elif kind is ast.arg:
+            elif kind is Arg:
                 arguments.append(node)  # typed or not: only asked for receivers of stores (below)
-            elif kind is ast.Return:
+            elif kind is Return:
                 if node.value is not None:
                     use(node.value)
-            elif kind is ast.IfExp:
+            elif kind is IfExp:
                 use(node.body)
                 use(node.orelse)
-            elif kind is ast.Dict:
+            elif kind is Dict:
                 for value in node.values:
                     use(value)
-            elif kind is ast.Tuple or kind is ast.List or kind is ast.Set:
+            elif kind in sequences:
                 if id(node) not in skip:
                     for elt in node.elts:
                         if classy(elt):
