@@ -8,9 +8,11 @@ libraries and writes, for each catalogued class:
 * ``aliases``: every public dotted name under which the same class object is reachable
   (``module.__qualname__`` plus each parent-package path that re-exports it, e.g.
   ``torch.nn.Module`` and ``torch.nn.modules.module.Module``);
-* ``members``: ``dir()`` of the class plus the instance attributes its ``__init__`` sets (read from
-  ``instance.__dict__`` where the class can be built without arguments, else from the ``self.x = ...``
-  assignments in the source of every ``__init__`` of its MRO);
+* ``members``: ``dir()`` of the class plus the instance attributes its own code sets: those of
+  ``instance.__dict__`` where the class can be built without arguments, and the ``self.x = ...``
+  assignments in the source of **every method** of every class of its MRO, as E9503 counts the
+  members of a project class (``PreTrainedModel._set_gradient_checkpointing`` sets
+  ``self._gradient_checkpointing_func``, which the models call);
 * ``dynamic_getattr``: whether a class of its MRO (other than ``object``) defines ``__getattr__`` or
   ``__getattribute__`` in its own ``__dict__``. The registry ``__getattr__`` of ``torch.nn.Module``
   and ``mindspore.nn.Cell`` (it only serves parameters, buffers and submodules that an assignment
@@ -92,23 +94,27 @@ def _aliases(cls, library: str) -> list[str]:
     return sorted(names)
 
 
-def _init_attrs(cls) -> set[str]:
-    """Instance attributes set by ``__init__``: from a built instance, else from source."""
+def _instance_attrs(cls) -> set[str]:
+    """Instance attributes the class's own code sets: from a built instance, and from the source of
+    every method (not only ``__init__``) of every class of its MRO."""
     found: set[str] = set()
     try:
         inst = cls()
         found.update(getattr(inst, "__dict__", {}) or {})
-    except Exception:  # noqa: BLE001 - needs arguments: fall back to the source
+    except Exception:  # noqa: BLE001 - needs arguments: the source says it
         pass
     for klass in cls.__mro__:
-        init = vars(klass).get("__init__")
-        if init is None:
+        if klass is object:
             continue
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
-        except (OSError, TypeError, SyntaxError):
-            continue
-        found.update(_self_assigns(tree))
+        for value in vars(klass).values():
+            func = getattr(value, "__func__", value)  # classmethod/staticmethod: the function
+            if not inspect.isfunction(func):
+                continue
+            try:
+                tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+            except (OSError, TypeError, SyntaxError, IndentationError):
+                continue
+            found.update(_self_assigns(tree))
     return found
 
 
@@ -143,7 +149,7 @@ def _dynamic(cls) -> bool:
 
 def _entry(cls, library: str, version: str) -> dict:
     qual = f"{cls.__module__}.{cls.__qualname__}"
-    members = set(dir(cls)) | _init_attrs(cls)
+    members = set(dir(cls)) | _instance_attrs(cls)
     for klass in getattr(cls, "__mro__", ()):  # dir() of an Enum hides value/name: read every __dict__
         members.update(vars(klass))
     return {

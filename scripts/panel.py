@@ -83,10 +83,15 @@ def version_of(folder: Path, mirror: Path) -> str:
 def count_files(folder: Path) -> int:
     """Return how many files ``check`` walks in ``folder`` (its own discovery, each folder under its
     own configuration)."""
-    from hp_invariants.config import Resolver
+    from hp_invariants.config import ConfigError, Resolver
     from hp_invariants.discovery import iter_python_files
 
-    files, _ = iter_python_files([str(folder)], Resolver(RULES))
+    try:
+        files, _ = iter_python_files([str(folder)], Resolver(RULES))
+    except ConfigError:  # a broken pyproject.toml (check reported it): count with the default excludes
+        from hp_invariants.project import iter_project_files
+
+        files = list(iter_project_files(folder))
     return len(files)
 
 
@@ -98,11 +103,15 @@ def run_check(folder: Path, jobs: int) -> tuple[dict, float, int, str]:
         out = Path(tmp) / "report.json"
         env["HP_INVARIANTS_CACHE_DIR"] = tmp
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "hp_invariants", "check", "--format", "json", "--no-cache",
-                               "-j", str(jobs), "--output-file", str(out), "."],
+        # -P: the project folder is the working directory, and a module of it must not shadow the standard
+        # library (torch/random.py, torch/signal/ would break `import tempfile` / `import signal`)
+        done = subprocess.run([sys.executable, "-P", "-m", "hp_invariants", "check", "--format", "json",
+                               "--no-cache", "-j", str(jobs), "--output-file", str(out), "."],
                               cwd=folder, env=env, capture_output=True, text=True, check=False)
         seconds = time.perf_counter() - start
-        report = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {"findings": [], "problems": []}
+        if not out.is_file():  # the run died before writing its report: a failure, never "no findings"
+            return {"findings": [], "problems": []}, seconds, max(done.returncode, 3), done.stderr
+        report = json.loads(out.read_text(encoding="utf-8"))
     return report, seconds, done.returncode, done.stderr
 
 

@@ -65,3 +65,27 @@ def test_panel_table_json_baseline_and_verdicts(tmp_path: Path) -> None:
     (finding,) = by_name["flagged"]["findings"]
     assert (finding["path"], finding["line"], finding["id"], finding["verdict"]) == ("pkg/model.py", 14, "E9503", "T")
     assert by_name["keep"]["baseline"] is True and by_name["flagged"]["baseline"] is False
+
+
+def test_a_project_shadowing_the_standard_library_is_still_checked(tmp_path: Path) -> None:
+    """Each project is checked from its own folder: a module there named like a standard one (torch
+    ships random.py and signal/) must not shadow it, and a run that dies before writing its report is
+    a failure (exit 2, the error shown), never a row of zero findings. Found on the installed torch."""
+    panel = tmp_path / "panel"
+    shadow = panel / "shadow"
+    shadow.mkdir(parents=True)
+    (shadow / "model.py").write_text(FIXTURE.read_text(encoding="utf-8"), encoding="utf-8")
+    (shadow / "signal.py").write_text("raise ImportError('the standard signal module was shadowed')\n",
+                                      encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(panel), "--mirror", str(tmp_path / "none"), "-j", "1"],
+                          capture_output=True, text=True, check=False, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert _rows(proc.stderr)["shadow"]["E9503"] == "1"
+    # a run that writes no report: the script says so and exits 2
+    broken = panel / "shadow" / "pyproject.toml"
+    broken.write_text("[tool.hp-invariants\n", encoding="utf-8")  # a TOML error: check stops before any report
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(panel), "--mirror", str(tmp_path / "none"), "-j", "1"],
+                          capture_output=True, text=True, check=False, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2
+    assert "shadow: check exited" in proc.stderr

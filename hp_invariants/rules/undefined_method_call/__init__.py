@@ -30,7 +30,9 @@ Ancestors are resolved across the files of the project (the nearest folder holdi
 catalog generated from the real libraries (`torch.nn.Module` and its containers,
 `torch.autograd.Function`, `transformers.PreTrainedModel` and its mixins, `mindspore.nn.Cell`,
 builtins and common stdlib bases; `scripts/gen_framework_catalog.py` regenerates it), so the rule
-needs no torch at lint time.
+needs no torch at lint time. A catalogued class's members are what `dir()` lists plus what the
+library's own methods assign on `self`, in any method (`PreTrainedModel._set_gradient_checkpointing`
+sets `_gradient_checkpointing_func`), as for a project class.
 
 A name counts as defined when the class or an ancestor has a method, property, staticmethod or
 classmethod, a class attribute or nested class of that name, or assigns it: `self.m = ...`,
