@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, dotted_name, last_name, walk_function_body
+from hp_invariants.astutil import EXITS, child_bodies, child_nodes, dotted_name, last_name, walk_function_body
 from hp_invariants.project import ProjectFacts
 
 FACTS_VERSION = 4
@@ -42,7 +42,6 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _EXITS = EXITS
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _MAX_ENC_DEPTH = 8
-_MATCH = getattr(ast, "Match", None)
 _SKIPPED_EXPRESSIONS = frozenset({ast.Lambda, *_COMPS, ast.Constant, ast.Name, ast.JoinedStr, ast.Attribute})
 
 
@@ -174,7 +173,6 @@ def expression_calls(node: ast.AST, out: set[str]) -> None:
     """
     stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
-    plans, holey, skipped = _CHILD_FIELDS, _HOLEY, _SKIPPED_EXPRESSIONS
     Call, Attribute, Name = ast.Call, ast.Attribute, ast.Name
     while stack:
         cur = pop()
@@ -191,7 +189,7 @@ def expression_calls(node: ast.AST, out: set[str]) -> None:
             extend(cur.args)
             for keyword in cur.keywords:
                 push(keyword.value)
-        elif cls in skipped:
+        elif cls in _SKIPPED_EXPRESSIONS:
             continue
         elif cls is ast.IfExp:
             push(cur.test)
@@ -202,15 +200,8 @@ def expression_calls(node: ast.AST, out: set[str]) -> None:
             out |= body & other
         elif cls is ast.BoolOp:
             push(cur.values[0])
-        else:  # the children, as astutil.child_nodes gives them, without a call per node
-            for name in plans[cls]:
-                value = getattr(cur, name, None)
-                if value is None:
-                    continue
-                if value.__class__ is list:
-                    extend([v for v in value if v is not None] if name in holey else value)
-                else:
-                    push(value)
+        else:
+            extend(child_nodes(cur))
 
 
 def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
@@ -260,33 +251,14 @@ def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
 
 
 # ---------------------------------------------------------------------- returns and aliases
-_BLOCKS: dict[type, tuple[str, ...]] = {
-    ast.If: ("body", "orelse"), ast.For: ("body", "orelse"), ast.AsyncFor: ("body", "orelse"),
-    ast.While: ("body", "orelse"), ast.With: ("body",), ast.AsyncWith: ("body",),
-    ast.Try: ("body", "orelse", "finalbody"),
-    **({ast.TryStar: ("body", "orelse", "finalbody")} if hasattr(ast, "TryStar") else {}),  # type: ignore[attr-defined]
-}
-"""The statement lists of each compound statement that is not a scope (``except`` handlers and
-``match`` cases apart)."""
-
-
 def _return_statements(stmts: list[ast.stmt], out: list[ast.Return]) -> None:
     """Append the ``return`` statements of ``stmts`` (nested blocks included, nested scopes not)."""
     for stmt in stmts:
-        cls = stmt.__class__
-        if cls is ast.Return:
+        if stmt.__class__ is ast.Return:
             out.append(stmt)
-            continue
-        fields = _BLOCKS.get(cls)
-        if fields is None:
-            if cls is _MATCH:
-                for case in stmt.cases:
-                    _return_statements(case.body, out)
-            continue
-        for name in fields:
-            _return_statements(getattr(stmt, name), out)
-        for handler in getattr(stmt, "handlers", ()):
-            _return_statements(handler.body, out)
+        elif not isinstance(stmt, _SCOPES):
+            for body in child_bodies(stmt):
+                _return_statements(body, out)
 
 
 def _local_aliases(func: ast.AST) -> dict[str, ast.AST]:
@@ -460,7 +432,7 @@ class ShardGateIndex:
             get = callers.get
             for name, defs in self.functions.items():
                 for _, func in defs:
-                    for callee in func[3]:  # FunctionFact.calls
+                    for callee in func.calls:
                         found = get(callee)
                         if found is None:
                             callers[callee] = [name]
