@@ -326,24 +326,25 @@ class _Summarizer:
         aliases: list[tuple[str, ast.AST]] = []  # X = A / self.x = A: A is used when X is called
         arguments: list[ast.arg] = []  # every parameter (its annotation may type a receiver)
 
-        def use(node: ast.AST, value: bool = True) -> None:
-            kind = node.__class__
-            simple = node.id if kind is ast.Name else node.attr if kind is ast.Attribute else None
-            if simple is None or not (simple.lstrip("_")[:1].isupper() or simple in local_classes):
-                return
-            qual = qualify(node, imports)
-            qual = qual if qual != UNKNOWN else UNKNOWN + simple
-            uses.add(_intern(VALUE_USE + qual if value else qual))
-
         Name, Attribute, Call, Load, Store = ast.Name, ast.Attribute, ast.Call, ast.Load, ast.Store
         Assign, Arg, Return, IfExp, Dict = ast.Assign, ast.arg, ast.Return, ast.IfExp, ast.Dict
         sequences = (ast.Tuple, ast.List, ast.Set)
         handled = frozenset({Assign, Arg, Return, IfExp, Dict, ast.Subscript, *sequences})
 
-        def classy(expr: ast.AST) -> bool:  # what use() would record: a capitalized or local class name
+        def simple_class_name(expr: ast.AST) -> str | None:  # a capitalized or local class name, else None
             kind = expr.__class__
             simple = expr.id if kind is Name else expr.attr if kind is Attribute else None
-            return simple is not None and (simple.lstrip("_")[:1].isupper() or simple in local_classes)
+            if simple is None or not (simple.lstrip("_")[:1].isupper() or simple in local_classes):
+                return None
+            return simple
+
+        def use(node: ast.AST, value: bool = True) -> None:
+            simple = simple_class_name(node)
+            if simple is None:
+                return
+            qual = qualify(node, imports)
+            qual = qual if qual != UNKNOWN else UNKNOWN + simple
+            uses.add(_intern(VALUE_USE + qual if value else qual))
 
         for node in walk_nodes(tree):  # parents before children (breadth-first)
             kind = node.__class__
@@ -353,7 +354,7 @@ class _Summarizer:
             elif kind is Call:
                 func = node.func
                 name = func.id if func.__class__ is Name else func.attr if func.__class__ is Attribute else None
-                if name is not None and (name.lstrip("_")[:1].isupper() or name in local_classes):
+                if simple_class_name(func) is not None:  # test first: use() is rarely needed
                     use(func, False)
                 called.add(name)
                 if name in FACTORY_METHODS and func.__class__ is Attribute:
@@ -362,10 +363,10 @@ class _Summarizer:
                     skip.update(id(a) for a in node.args)
                 else:
                     for arg in node.args:
-                        if classy(arg):
+                        if simple_class_name(arg) is not None:
                             use(arg)
                     for kw in node.keywords:
-                        if classy(kw.value):
+                        if simple_class_name(kw.value) is not None:
                             use(kw.value)
                 if name == "setattr" and func.__class__ is ast.Name and len(node.args) >= 2:
                     owner = dotted_name(node.args[0])
@@ -431,7 +432,7 @@ class _Summarizer:
             elif kind in sequences:
                 if id(node) not in skip:
                     for elt in node.elts:
-                        if classy(elt):
+                        if simple_class_name(elt) is not None:
                             use(elt)
             elif kind is ast.Subscript:
                 skip.add(id(node.slice))  # Union[A, B], Tuple[A, B]: annotations, not uses
