@@ -27,6 +27,7 @@ from hp_invariants.history import plugin as history_plugin
 from hp_invariants.limits import DEFAULT_TIMEOUT
 from hp_invariants.model import Confidence, Option
 from hp_invariants.registry import RULES
+from hp_invariants.suppressions import USELESS_ID
 
 if TYPE_CHECKING:  # pragma: no cover
     from astroid import nodes
@@ -70,6 +71,13 @@ class HpInvariantsChecker(BaseRawFileChecker):
         "hp-invariants could not analyse this module: %s",
         "hp-invariants-internal-error",
         "The hp-invariants analysis raised an unexpected error on this module; please report it.",
+        {"scope": WarningScope.NODE},
+    )
+    msgs[USELESS_ID] = (  # report-unused-suppressions; pylint's own symbol useless-suppression is I0021's
+        "%s",
+        "hp-invariants-useless-suppression",
+        "A '# noqa' naming an hp-invariants rule silences nothing on its line (reported when the "
+        "[tool.hp-invariants] option report-unused-suppressions is true, as by the CLI's I9500).",
         {"scope": WarningScope.NODE},
     )
     msgs["F9501"] = (
@@ -170,7 +178,7 @@ class HpInvariantsChecker(BaseRawFileChecker):
                 finding.rule_id,
                 line=finding.line,
                 node=_scope_at(node, finding.line),
-                args=finding.args or None,
+                args=(finding.message,) if finding.rule_id == USELESS_ID else finding.args or None,
                 confidence=_CONFIDENCE[finding.confidence],
                 col_offset=finding.col,
                 end_lineno=finding.end_line,

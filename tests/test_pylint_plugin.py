@@ -63,3 +63,18 @@ def test_disabled_messages_do_no_work(tmp_path: Path):
         capture_output=True, text=True, cwd=tmp_path,
     )
     assert proc.returncode == 0 and proc.stdout.strip() == ""
+
+
+def test_unused_noqa_is_reported_not_a_crash(tmp_path: Path):
+    """With report-unused-suppressions, the CLI reports an unused '# noqa: E95xx' as I9500; the plugin
+    used to crash on it (UnknownMessageError), losing every finding of the module. It now declares the
+    message (symbol hp-invariants-useless-suppression, pylint's own useless-suppression being I0021)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.hp-invariants]\nreport-unused-suppressions = true\n")
+    (tmp_path / "a.py").write_text(GATED + "\nx = 1  # noqa: E9503\n")
+    _, only_rules = _pylint(tmp_path, "a.py")
+    assert [m["message-id"] for m in only_rules] == ["E9502"]  # I9500 not enabled: left out, no crash
+    _, both = _pylint(tmp_path, "--enable=I9500", "a.py")
+    assert sorted(m["message-id"] for m in both) == ["E9502", "I9500"]
+    (useless,) = [m for m in both if m["message-id"] == "I9500"]
+    assert useless["symbol"] == "hp-invariants-useless-suppression" and "E9503" in useless["message"]
+    assert useless["line"] == GATED.count("\n") + 2
