@@ -20,6 +20,10 @@ The cache (see :func:`default_cache_dir` for where it lives; ``hp-invariants cac
   manifest ``project-<hash>.json`` (each file's ``stat`` key and content digest) and the summaries
   ``project-<hash>.summaries.json`` (each facts kind's :meth:`ProjectFacts.encode` output, checked
   on load by :meth:`ProjectFacts.decode`); anything malformed is ignored and rebuilt;
+* for a facts kind with :attr:`ProjectFacts.caches_built`, also its whole project object,
+  ``project-<hash>.built.<kind>.json``, stamped with the fingerprint of the file set and contents it
+  was built from (:attr:`Scan.fingerprint`): while that is the project's fingerprint, the object is
+  read back (:meth:`ProjectFacts.decode_built`) instead of being rebuilt from every file's summary;
 * a file's cached digest is trusted only when its ``stat`` key (mtime, size, ctime, inode, all in
   nanoseconds) is unchanged AND its ctime and mtime are older than the cache write by more than
   :data:`RACY_WINDOW_NS` (git's "racily clean" rule); otherwise the file is read and hashed
@@ -101,6 +105,25 @@ class ProjectFacts:
         summary of the wrong shape that makes :meth:`build` raise sends the project to a rebuild
         without the cache (:meth:`Project.prepare_root`)."""
         return _unplain(data)
+
+    # ------------------------------------------------------------------ built-object cache
+    caches_built: bool = False
+    """True when :meth:`encode_built` and :meth:`decode_built` are implemented: the project object
+    is then cached whole, keyed by the project's fingerprint, and read back instead of being rebuilt
+    from every file's summary while no file of the project changed."""
+
+    def encode_built(self, data: Any) -> Any:
+        """Return the project object ``data`` (what :meth:`build` returned) as plain JSON data
+        (only called when :attr:`caches_built`)."""  # pragma: no cover - optional
+        raise NotImplementedError
+
+    def decode_built(self, plain: Any, rebuild: Callable[[], Any]) -> Any:
+        """Return the project object that :meth:`encode_built` turned into ``plain``; raise
+        ``ValueError``, ``TypeError``, ``KeyError`` or ``IndexError`` when ``plain`` is not of that
+        shape (the object is then rebuilt from the summaries). An object that decodes its parts
+        lazily and finds one malformed later calls ``rebuild()`` (the object built from the
+        summaries, as if no built object had been cached) and answers from that."""  # pragma: no cover
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ results-cache hooks
     def track(self, data: Any) -> tuple[Any, Any]:
@@ -221,6 +244,7 @@ class Project:
         self.freeze_after_build = freeze_after_build
         self._built: dict[Path, dict[str, Any]] = {}
         self._roots: dict[str, Path] = {}
+        self._marked: dict[str, bool] = {}  # folder -> holds a project root marker (find_project_root)
         self._scans: dict[tuple[Path, str], tuple[Scan, dict]] = {}
         self.stats: dict[str, int] = {}
         self.notes: list[str] = []
@@ -229,7 +253,7 @@ class Project:
         """Return the project root of ``path`` (memoized per folder)."""
         folder = os.path.dirname(os.path.abspath(path))
         if folder not in self._roots:
-            self._roots[folder] = find_project_root(path)
+            self._roots[folder] = find_project_root(path, self._marked)
         return self._roots[folder]
 
     def cache_folder(self, root: Path) -> str:
@@ -358,9 +382,44 @@ class Project:
         root = Path(os.path.abspath(root))
         scan, manifest = self._scan(root, facts)
         cache_file = cache_path(root, self.cache_folder(root), facts) if self.use_cache else None
+        ready: dict[str, Any] = {}
+        failed_before = None
+        if cache_file:  # project objects cached whole for this very file set and contents
+            for fa in facts:
+                if fa.caches_built:
+                    found = read_built(cache_file, root, fa, scan.fingerprint,
+                                       self._rebuilder(root, facts, scan, manifest, cache_file, fa))
+                    if found is not None:
+                        ready[fa.key], failed_before = found
+        rest = [fa for fa in facts if fa.key not in ready]
+        if not rest:
+            self.stats = {"parsed": 0, "cached": len(scan.files), "failed": scan.stats["failed"] + (failed_before or 0),
+                          "hashed": scan.stats["hashed"]}
+            if scan.stats["hashed"] or any(tuple(manifest.get("entries", {}).get(f.rel, ())[:4]) != f.stat
+                                           for f in scan.files):
+                write_project_cache(cache_file, root, facts, scan, (), write_summaries=False)
+            return ready
+        built = self._build_from_summaries(root, facts, scan, manifest, cache_file, rest)
+        built.update(ready)
+        return built
+
+    def _rebuilder(self, root: Path, facts: Sequence[ProjectFacts], scan: Scan, manifest: dict,
+                   cache_file: str, kind: ProjectFacts) -> Callable[[], Any]:
+        """The ``rebuild`` callable of :meth:`ProjectFacts.decode_built`: builds ``kind`` from the
+        summaries (project-level work: outside the caller's time budget, collector paused)."""
+        def rebuild() -> Any:
+            with budget_paused(), gc_paused():
+                return self._build_from_summaries(root, facts, scan, manifest, cache_file, [kind])[kind.key]
+        return rebuild
+
+    def _build_from_summaries(self, root: Path, facts: Sequence[ProjectFacts], scan: Scan, manifest: dict,
+                              cache_file: str | None, build: Sequence[ProjectFacts]) -> dict[str, Any]:
+        """Build the kinds ``build`` from every file's summaries (cached or computed; the cache
+        holds the summaries of every kind of ``facts``)."""
         summaries = read_summaries(cache_file, root, facts) if cache_file else {}
         stats = dict(scan.stats)
         slots: list[dict | None] = []
+        reuse: list[dict | None] = []  # the cached (encoded) summaries of every kind, written back as they are
         pending: list[tuple[int, ScannedFile]] = []
         transient: set[str] = set()
         for f in scan.files:
@@ -370,14 +429,17 @@ class Project:
                     stats["cached"] += 1
                     stats["failed"] += 1
                     slots.append(None)
+                    reuse.append(None)
                     continue
-                decoded = _decode_all(facts, entry[2])
+                decoded = _decode_all(build, entry[2])  # only the kinds to build are decoded
                 if decoded is not None:
                     stats["cached"] += 1
                     slots.append(decoded)
+                    reuse.append(entry[2])
                     continue
             pending.append((len(slots), f))
             slots.append(None)
+            reuse.append(None)
         if pending:
             def summarize_one(item: tuple[int, ScannedFile]) -> dict | None:
                 f = item[1]
@@ -407,16 +469,22 @@ class Project:
             or len(manifest["entries"]) != len(scan.files) \
             or any(tuple(manifest["entries"].get(f.rel, ())[:4]) != f.stat for f in scan.files)
         if cache_file and manifest_changed:
-            write_project_cache(cache_file, root, facts, scan, slots, transient, summaries_changed)
+            write_project_cache(cache_file, root, facts, scan, slots, transient, summaries_changed, reuse)
         for f in scan.files:
             f.raw = None  # the bytes were only kept for summarizing
         self.stats = stats
         kept = [(f, s) for f, s in zip(scan.files, slots) if s is not None]
-        return {
+        built = {
             fa.key: fa.build(root, [f.path for f, _ in kept], [s[fa.key] for _, s in kept],
                              [f.digest for f, _ in kept])
-            for fa in facts
+            for fa in build
         }
+        if cache_file and not transient:  # a transient failure is retried next time: not built in
+            for fa in build:
+                if fa.caches_built:
+                    write_built(cache_file, root, fa, scan.fingerprint, built[fa.key],
+                                stats["failed"] - scan.stats["failed"])
+        return built
 
 
 def _decode_all(facts: Sequence[ProjectFacts], encoded: Any) -> dict[str, Any] | None:
@@ -554,7 +622,8 @@ def _holds_python(folder: str) -> bool:
 CACHE_FORMAT = "hp-invariants-cache/1"
 """The ``format`` field of every cache file (JSON); another value: the file is ignored."""
 
-CACHE_FILE = re.compile(r"(project|results)-[0-9a-f]{20}(\.summaries)?\.json|(project|class-index)-[0-9a-f]+\.pickle")
+CACHE_FILE = re.compile(r"(project|results)-[0-9a-f]{20}(\.summaries|\.built\.[a-z0-9-]+)?\.json"
+                        r"|(project|class-index)-[0-9a-f]+\.pickle")
 """Names of the cache files (what ``hp-invariants cache clear`` removes), and the pickle files that
 earlier versions wrote (removed, never read)."""
 
@@ -666,12 +735,43 @@ def read_summaries(path: str, root: Path, facts: Sequence[ProjectFacts]) -> dict
     return out
 
 
+def _built_path(manifest: str, facts: ProjectFacts) -> str:
+    return f"{manifest[: -len('.json')]}.built.{facts.key}.json"
+
+
+def read_built(path: str, root: Path, facts: ProjectFacts, fingerprint: str,
+               rebuild: Callable[[], Any]) -> tuple[Any, int] | None:
+    """Return ``(project object, files that failed to parse)`` from the built-object cache of
+    ``facts`` next to the manifest ``path`` when it was written for the project ``fingerprint``;
+    ``None`` when missing, of another fingerprint, version or root, or malformed. ``rebuild``: see
+    :meth:`ProjectFacts.decode_built`."""
+    data = read_json(_built_path(path, facts), cache_tag([facts]), root)
+    if data is None or data.get("fingerprint") != fingerprint or type(data.get("failed")) is not int:
+        return None
+    try:
+        return facts.decode_built(data.get("object"), rebuild), data["failed"]
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
+        return None
+
+
+def write_built(path: str, root: Path, facts: ProjectFacts, fingerprint: str, built: Any, failed: int) -> None:
+    """Write the project object ``built`` of ``facts`` (:meth:`ProjectFacts.encode_built`) for the
+    project ``fingerprint`` next to the manifest ``path``; nothing when it has no plain form."""
+    try:
+        plain = facts.encode_built(built)
+    except (NotImplementedError, TypeError, ValueError):
+        return
+    write_json(_built_path(path, facts), cache_tag([facts]), root,
+               {"fingerprint": fingerprint, "failed": failed, "object": plain})
+
+
 def write_project_cache(path: str, root: Path, facts: Sequence[ProjectFacts], scan: Scan,
                         summaries: Sequence[dict | None], transient: set[str] = frozenset(),  # type: ignore[assignment]
-                        write_summaries: bool = True) -> None:
+                        write_summaries: bool = True, reuse: Sequence[dict | None] = ()) -> None:
     """Write the summaries (when ``write_summaries``), then the manifest of ``scan`` (each
     atomically). The manifest's write time is taken before anything is written, so a file edited
-    meanwhile is hashed next time; ``transient`` failures are not recorded."""
+    meanwhile is hashed next time; ``transient`` failures are not recorded. ``reuse[i]``, when
+    given and not ``None``: the cached encoded summaries of file ``i``, written as they are."""
     written = time.time_ns()
     tag = cache_tag(facts)
     if not write_summaries:
@@ -679,8 +779,11 @@ def write_project_cache(path: str, root: Path, facts: Sequence[ProjectFacts], sc
         write_json(path, tag, root, {"written": written, "entries": entries})
         return
     encoded: dict[str, Any] = {}
-    for f, summary in zip(scan.files, summaries):
+    for i, (f, summary) in enumerate(zip(scan.files, summaries)):
         if f.digest is None or f.rel in transient:
+            continue
+        if i < len(reuse) and reuse[i] is not None:
+            encoded[f.rel] = [f.digest.hex(), f.module, reuse[i]]
             continue
         if summary is None:
             encoded[f.rel] = [f.digest.hex(), f.module, None]

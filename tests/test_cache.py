@@ -126,6 +126,8 @@ def test_crafted_json_cache_is_ignored(tmp_path):
         if path.name.endswith(".summaries.json"):  # right tag and root, wrong shapes inside
             data["data"] = {rel: [entry[0], entry[1], {"class-index": [1, [2], {"x": 3}]}]
                             for rel, entry in data["data"].items()}
+        elif ".built." in path.name:  # a built project object of the right tag and root, garbage inside
+            data["data"]["object"] = {"paths": [3], "functions": {"x": 4}}
         elif path.name.startswith("results-"):  # entries that claim to be current but hold garbage
             for entry in data["data"]["files"].values():
                 entry["findings"] = [["E9503", "x", "not a line"]]
@@ -266,7 +268,7 @@ def test_cache_dir_and_clear(tmp_path, capsys, monkeypatch):
     assert main(["check", str(root)]) == 0
     capsys.readouterr()
     folder = root / ".hp-cache"
-    assert any(folder.glob("project-*.json"))
+    assert any(folder.glob("project-*.json")) and any(folder.glob("project-*.built.shard-gates.json"))
     engine.run_check(_session(folder), [str(root)])  # the results cache (the CLI wraps E9503: see below)
     assert any(folder.glob("results-*.json"))
     (folder / "keep.txt").write_text("not ours")

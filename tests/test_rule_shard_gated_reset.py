@@ -417,6 +417,71 @@ def test_cross_file_facts_survive_the_cache(tmp_path):
     assert any(cache.iterdir())
 
 
+MORE = """
+    import abc
+
+    class Cfg:
+        def __init__(self, ws):
+            self.need = self.world_size > 1
+            self.other = ws
+
+        @abc.abstractmethod
+        def gate(self):
+            ...
+
+    def wrap(m):
+        apply_fsdp(m)
+    """
+
+
+def test_cached_project_index_answers_as_the_built_one(tmp_path):
+    # while no file changed, the index is read back whole from the built-object cache (no file is
+    # parsed, no summary decoded) and answers every lookup the rule makes as the built one does
+    from hp_invariants.project import Project
+    from hp_invariants.rules.shard_gated_reset import project_closure
+
+    root = _project(tmp_path / "p", {"helpers.py": HELPERS, "more.py": MORE, "train.py": USES})
+    cache = tmp_path / "cache"
+    built = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
+    again = Project(cache_dir=str(cache))
+    read = again.data_for_root(RULE.project_facts, root)
+    assert again.stats["parsed"] == 0 and type(read.functions) is not dict and read.paths == built.paths
+    assert {"apply_fsdp", "dp_enabled", "gate", "wrap"} <= set(built.functions)
+    for name in [*built.functions, *built.callers(), "missing"]:
+        assert read.functions.get(name, ()) == built.functions.get(name, ())
+        assert read.callers().get(name, ()) == built.callers().get(name, ())
+    for attr in [*built.attr_other, *built.attr_values, "missing"]:
+        assert set(read.attr_other.get(attr, ())) == set(built.attr_other.get(attr, ()))
+        assert read.attr_values.get(attr, ()) == built.attr_values.get(attr, ())
+    calls = frozenset({"fully_shard"})
+    assert project_closure(read, calls) == project_closure(built, calls) == {
+        "fully_shard": "fully_shard", "apply_fsdp": "fully_shard", "wrap": "apply_fsdp"}
+    # an edit anywhere in the project: rebuilt from the summaries, not read back
+    (root / "more.py").write_text(textwrap.dedent(MORE).replace("apply_fsdp(m)", "pass"))
+    changed = Project(cache_dir=str(cache))
+    rebuilt = changed.data_for_root(RULE.project_facts, root)
+    assert changed.stats["parsed"] == 1 and "wrap" not in project_closure(rebuilt, calls)
+
+
+def test_a_malformed_entry_of_the_cached_index_is_rebuilt_not_trusted(tmp_path):
+    import json
+
+    root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES})
+    cache = tmp_path / "cache"
+    expected = [(f.line, f.args) for f in _check_project(root, "train.py", cache)]
+    assert len(expected) == 1
+    [built] = cache.glob("*.built.shard-gates.json")
+    data = json.loads(built.read_text())
+    data["data"]["object"]["functions"]["apply_fsdp"] = '[["not", "a", "def", 0]]'
+    data["data"]["object"]["callers"]["fully_shard"] = '{"not": "a list"}'
+    built.write_text(json.dumps(data))
+    assert [(f.line, f.args) for f in _check_project(root, "train.py", cache)] == expected
+    assert "not a list" not in built.read_text()  # and the cache holds the rebuilt index again
+    data["data"]["object"] = {"paths": [3], "functions": {"x": 4}}  # malformed as a whole
+    built.write_text(json.dumps(data))
+    assert [(f.line, f.args) for f in _check_project(root, "train.py", cache)] == expected
+
+
 def test_same_file_definitions_shadow_the_project(tmp_path):
     uses = USES + """
     def apply_fsdp(model):

@@ -22,9 +22,10 @@ nodes. Expressions are kept in a small encoded form (:func:`encode`):
 from __future__ import annotations
 
 import ast
+import json
 import sys
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from hp_invariants.astutil import EXITS, child_bodies, child_nodes, dotted_name, last_name, walk_function_body
 from hp_invariants.project import ProjectFacts
@@ -397,13 +398,102 @@ def _expression(data: Any, depth: int = 0) -> tuple:
     return tuple(out)
 
 
+class LazyMap:
+    """A read-only map whose values stay JSON text until first read (then decoded and kept).
+
+    ``texts``: ``key -> JSON text``; ``decode(key, parsed value)``: what the map gives for it,
+    raising ``ValueError``/``TypeError`` when it is malformed; ``recover(key)``: the value to give
+    instead when a text turns out malformed (from a map rebuilt without the cache). A check reads a
+    few dozen names of the tens of thousands a project defines, so a cached
+    :class:`ShardGateIndex` decodes only those.
+    """
+
+    __slots__ = ("_texts", "_decode", "_values", "_recover")
+
+    def __init__(self, texts: dict[str, str], decode: Callable[[str, Any], Any],
+                 recover: Callable[[str], Any]):
+        self._texts = texts
+        self._decode = decode
+        self._recover = recover
+        self._values: dict[str, Any] = {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The decoded value of ``key``, else ``default``."""
+        value = self._values.get(key)
+        if value is None:
+            text = self._texts.get(key)
+            if text is None:
+                return default
+            try:
+                value = self._decode(key, json.loads(text))
+            except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+                return self._recover(key, default)
+            self._values[key] = value
+        return value
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def items(self) -> list[tuple[str, Any]]:
+        """Every ``(key, decoded value)``, in the stored order (decodes all)."""
+        return [(key, self[key]) for key in self._texts]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+
+
+def _function_defs(name: str, data: Any) -> list[tuple[int, FunctionFact]]:
+    """Decode the ``[[file number, flags, returns, calls], ...]`` of the ``def``s of ``name``."""
+    out = []
+    for item in _list(data):
+        number, flags, returns, calls = _list(item)
+        if type(number) is not int or type(flags) is not int or not 0 <= flags <= 3:
+            raise ValueError("function entry")
+        out.append((number, FunctionFact(name, bool(flags & 1),
+                                         None if returns is None else tuple(_expression(r) for r in _list(returns)),
+                                         frozenset(map(_str, _list(calls))), bool(flags & 2))))
+    return out
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise TypeError("str expected")
+    return sys.intern(value)
+
+
+def _numbers(_attr: str, data: Any) -> set[int]:
+    numbers = set(_list(data))
+    if not numbers <= {n for n in numbers if type(n) is int}:
+        raise TypeError("file numbers expected")
+    return numbers
+
+
+def _texts(data: Any) -> dict[str, str]:
+    """A ``key -> JSON text`` map from the cache: a dict of strings, checked at C speed."""
+    if type(data) is not dict or not set(map(type, data.values())) <= {str}:
+        raise TypeError("map of JSON texts expected")
+    return data
+
+
 class ShardGateIndex:
     """Every file's :class:`FileFacts` of one project, by name (what E9502 reads at check time).
 
     ``functions[name]``: ``(file number, FunctionFact)`` of every ``def`` of that name;
     ``attr_values[attr]``: ``(file number, encoded value)`` of every boolean-shaped ``self.attr``
     store; ``attr_other[attr]``: the file numbers storing anything else. ``memo`` holds results the
-    rule derives with its options (the must-run closure), keyed by the option values.
+    rule derives with its options (the must-run closure), keyed by the option values. Read back from
+    the cache (:meth:`from_plain`), ``functions``, ``attr_other`` and :meth:`callers` are
+    :class:`LazyMap` objects with the same ``get``/``[]`` answers.
     """
 
     def __init__(self, paths: Iterable[str], summaries: Iterable[FileFacts]):
@@ -423,6 +513,57 @@ class ShardGateIndex:
                 self.attr_values.setdefault(attr, []).append((number, value))
             for attr in attr_other:
                 self.attr_other.setdefault(attr, set()).add(number)
+
+    def to_plain(self) -> dict[str, Any]:
+        """This index as JSON data (:meth:`from_plain` reads it back): paths, and per name the JSON
+        text of its ``def``s, of the callers of it, and of the files storing it as a non-predicate."""
+        return {
+            "paths": self.paths,
+            "functions": {name: _json([[n, (1 if f.is_property else 0) | (2 if f.abstract else 0), f.returns,
+                                        sorted(f.calls)] for n, f in defs])
+                          for name, defs in self.functions.items()},
+            "callers": {callee: _json(names) for callee, names in self.callers().items()},
+            "attr_values": [[attr, n, value] for attr, values in self.attr_values.items() for n, value in values],
+            "attr_other": {attr: _json(sorted(numbers)) for attr, numbers in self.attr_other.items()},
+        }
+
+    @classmethod
+    def from_plain(cls, data: Any, rebuild: Callable[[], "ShardGateIndex"]) -> "ShardGateIndex":
+        """The index :meth:`to_plain` wrote; raises ``TypeError``/``ValueError``/``KeyError`` when
+        ``data`` is not of that shape. The per-name texts are decoded when first read; when one is
+        malformed, the index takes every map of ``rebuild()`` (built from the summaries) and answers
+        from those from then on."""
+        if type(data) is not dict:
+            raise TypeError("index expected")
+        index = cls.__new__(cls)
+        index.paths = [_str(p) for p in _list(data["paths"])]
+        index.file_no = {path: i for i, path in enumerate(index.paths)}
+        index.attr_values = {}
+        for item in _list(data["attr_values"]):
+            attr, number, value = _list(item)
+            if type(number) is not int:
+                raise TypeError("file number expected")
+            index.attr_values.setdefault(_str(attr), []).append((number, _expression(value)))
+        index.memo = {}
+
+        def recover(field: str) -> Callable[[str, Any], Any]:
+            def answer(key: str, default: Any) -> Any:
+                rebuilt = rebuild()
+                if rebuilt.paths != index.paths:  # another file set: the file numbers would not match
+                    raise ValueError("the project changed while its cached E9502 facts were read")
+                index.functions, index.attr_values, index.attr_other = \
+                    rebuilt.functions, rebuilt.attr_values, rebuilt.attr_other
+                index._callers = rebuilt.callers()
+                index.memo.clear()
+                source = index._callers if field == "callers" else getattr(index, field)
+                return source.get(key, default)
+            return answer
+
+        index.functions = LazyMap(_texts(data["functions"]), _function_defs, recover("functions"))  # type: ignore[assignment]
+        index.attr_other = LazyMap(_texts(data["attr_other"]), _numbers, recover("attr_other"))  # type: ignore[assignment]
+        index._callers = LazyMap(_texts(data["callers"]), lambda _callee, names: [_str(n) for n in _list(names)],  # type: ignore[assignment]
+                                 recover("callers"))
+        return index
 
     def callers(self) -> dict[str, list[str]]:
         """``callee -> names of the functions that call it on every normal path`` (a name once per
@@ -484,3 +625,13 @@ class ShardGateFacts(ProjectFacts):
         """Return the :class:`ShardGateIndex` of the project's files."""
         return ShardGateIndex(paths, (s if isinstance(s, (tuple, list)) and len(s) == 3 else EMPTY
                                       for s in summaries))
+
+    caches_built = True
+
+    def encode_built(self, data: ShardGateIndex) -> dict[str, Any]:
+        """Return the index as JSON data (:meth:`ShardGateIndex.to_plain`)."""
+        return data.to_plain()
+
+    def decode_built(self, plain: Any, rebuild: Callable[[], ShardGateIndex]) -> ShardGateIndex:
+        """Return the index :meth:`encode_built` wrote (:meth:`ShardGateIndex.from_plain`)."""
+        return ShardGateIndex.from_plain(plain, rebuild)

@@ -343,7 +343,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import dataclasses
 import weakref
@@ -529,11 +529,20 @@ class _RegisteringFacts(ShardGateFacts):
         _BUILT.add(index)
         return index
 
+    def decode_built(self, plain, rebuild):
+        """Read the cached index (see :meth:`ShardGateFacts.decode_built`) and register it."""
+        index = super().decode_built(plain, rebuild)
+        _BUILT.add(index)
+        return index
 
-def _closure_names(calls: frozenset[str]) -> set[str]:
+
+def _closure_names(calls: frozenset[str]) -> Iterable[str]:
     """Every must-run helper name of the projects built in this process (for the prefilter)."""
+    indexes = list(_BUILT)
+    if len(indexes) == 1:  # the usual case: that project's (memoized) closure as it is
+        return project_closure(indexes[0], calls).keys()
     names: set[str] = set()
-    for index in list(_BUILT):
+    for index in indexes:
         names.update(project_closure(index, calls))
     return names
 
