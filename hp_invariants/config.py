@@ -89,17 +89,25 @@ class ConfigError(Exception):
     """A configuration or usage error: unknown key, wrong type, bad regex, unknown rule."""
 
 
-def find_project_root(path: str | os.PathLike[str]) -> Path:
+def find_project_root(path: str | os.PathLike[str], marked: dict[str, bool] | None = None) -> Path:
     """Return the project root of ``path``.
 
     The nearest folder (``path`` itself if a folder, else its parent, then upwards) holding
     ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``. Without one, the top folder of the
     Python package holding ``path`` (the last ancestor with ``__init__.py``), else the folder itself.
+    ``marked``: a ``folder -> holds a marker`` memo the caller keeps for the life of one run (the
+    folders of a project share their ancestors: each is looked at once).
     """
     start = Path(os.path.abspath(path))
     folder = start if start.is_dir() else start.parent
     for candidate in (folder, *folder.parents):
-        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
+        key = str(candidate)
+        found = marked.get(key) if marked is not None else None
+        if found is None:
+            found = any((candidate / marker).exists() for marker in ROOT_MARKERS)
+            if marked is not None:
+                marked[key] = found
+        if found:
             return candidate
     top = folder
     while (top / "__init__.py").exists() and (top.parent / "__init__.py").exists():
@@ -428,6 +436,7 @@ class Resolver:
         self._by_folder: dict[str, Config] = {}
         self._by_pyproject: dict[str, Config] = {}
         self._settings: dict[tuple[str, str], Settings] = {}
+        self._marked: dict[str, bool] = {}  # folder -> holds a project root marker (find_project_root)
 
     def config_for(self, path: str | os.PathLike[str]) -> Config:
         """Return the configuration governing ``path`` (a file, or a folder: that folder's own)."""
@@ -449,7 +458,7 @@ class Resolver:
                     config = self._load(pyproject)
                     break
             if config is None:
-                config = self.overrides.apply(Config(root=find_project_root(folder)), self.rules)
+                config = self.overrides.apply(Config(root=find_project_root(folder, self._marked)), self.rules)
         self._by_folder[folder] = config
         return config
 
