@@ -106,6 +106,28 @@ def test_annotated_receiver_is_inference(tmp_path):
     assert finding.confidence is Confidence.INFERENCE
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_type_ignore_silences_only_the_lines_of_its_call(tmp_path, newline):
+    code = textwrap.dedent("""\
+        class A:
+            def go(self):  # type: ignore[override]
+                (self  # type: ignore[attr-defined]
+                 .first)()
+                self.second()
+                x = 1  # type: ignore
+                self.third(); y = 2  # type: ignore
+
+
+        A()
+        """)
+    root = _project(tmp_path, {})
+    path = root / "m.py"
+    path.write_bytes(code.replace("\n", newline).encode())
+    # the attribute 'first' spans a line marked "type: ignore"; 'second' lies between marked lines;
+    # 'third' shares one
+    assert [(f.line, f.args[1]) for f in _check(path).findings] == [(5, "second")]
+
+
 def test_fix_keeps_crlf_and_is_idempotent(tmp_path):
     root = _project(tmp_path, {})
     path = root / "m.py"

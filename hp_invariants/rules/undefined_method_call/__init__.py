@@ -374,7 +374,7 @@ class _State:
         self.scans: dict[ast.AST, _Scan] = {}  # method -> its scan by check_class (reused by check_annotated)
         self.backend_names = frozenset(ctx.option(rule, "device-backend-methods"))
         self._open: dict[ClassKey, bool] = {}
-        self.any_type_ignore = "type: ignore" in ctx.source.text
+        self._ignored_lines: frozenset[int] | None = None if "type: ignore" in ctx.source.text else frozenset()
 
     # ------------------------------------------------------------------ class facts
     def checkable(self, key: ClassKey, hier: Hierarchy) -> bool:
@@ -523,12 +523,24 @@ class _State:
     def type_ignored(self, func: ast.AST) -> bool:
         """True when a line of the attribute node ``func`` carries ``# type: ignore`` (the author
         has told the type checker that the attribute is provided dynamically)."""
-        if not self.any_type_ignore:
+        ignored = self._ignored_lines
+        if ignored is None:  # the lines holding "type: ignore", found once per file
+            source = self.ctx.source
+            text = source.text
+            lf_only = "\r" not in text  # then a line number is one more than the "\n" before it
+            lines: set[int] = set()
+            line, counted = 1, 0
+            at = text.find("type: ignore")
+            while at >= 0:
+                if lf_only:
+                    line += text.count("\n", counted, at)
+                    counted = at
+                lines.add(line if lf_only else source.position(at)[0])
+                at = text.find("type: ignore", at + 1)
+            ignored = self._ignored_lines = frozenset(lines)
+        if not ignored:
             return False
-        for line in range(func.lineno, (func.end_lineno or func.lineno) + 1):
-            if "type: ignore" in self.ctx.source.line_text(line):
-                return True
-        return False
+        return any(line in ignored for line in range(func.lineno, (func.end_lineno or func.lineno) + 1))
 
     # ------------------------------------------------------------------ findings
     def report(self, node: ast.Attribute, class_label: str, name: str, members: Iterable[str],
