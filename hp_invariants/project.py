@@ -143,6 +143,57 @@ class ProjectFacts:
         return False
 
 
+class LazyMap:
+    """A read-only map whose values stay JSON text until first read (then decoded and kept).
+
+    ``texts``: ``key -> JSON text``; ``decode(key, parsed value)``: what the map gives for it,
+    raising ``ValueError``/``TypeError`` when it is malformed; ``recover(key, default)``: the value
+    to give instead when a text turns out malformed (from the object rebuilt without the cache: see
+    :meth:`ProjectFacts.decode_built`). A project object read back from the cache this way decodes
+    only what a run asks of it (a check reads a few dozen of the tens of thousands of names a
+    project defines).
+    """
+
+    __slots__ = ("_texts", "_decode", "_values", "_recover")
+
+    def __init__(self, texts: dict[str, str], decode: Callable[[str, Any], Any],
+                 recover: Callable[[str, Any], Any]):
+        self._texts = texts
+        self._decode = decode
+        self._recover = recover
+        self._values: dict[str, Any] = {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The decoded value of ``key``, else ``default``."""
+        value = self._values.get(key)
+        if value is None:
+            text = self._texts.get(key)
+            if text is None:
+                return default
+            try:
+                value = self._decode(key, json.loads(text))
+            except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+                return self._recover(key, default)
+            self._values[key] = value
+        return value
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def items(self) -> list[tuple[str, Any]]:
+        """Every ``(key, decoded value)``, in the stored order (decodes all)."""
+        return [(key, self[key]) for key in self._texts]
+
+
 def _plain(value: Any) -> Any:
     kind = type(value)
     if value is None or kind in (str, int, float, bool):
@@ -302,7 +353,11 @@ class Project:
         """The fingerprint of the project holding ``path`` as ``facts`` see it: the walked file set and
         every file's content digest (from the cache manifest where ``stat`` allows), without building
         anything. Equal fingerprints: no file of the project changed."""
-        root = Path(os.path.abspath(self.root_of(path)))
+        return self.root_fingerprint(self.root_of(path), facts)
+
+    def root_fingerprint(self, root: Path, facts: Sequence[ProjectFacts]) -> str:
+        """:meth:`fingerprint` of the project ``root`` (what :meth:`root_of` returns)."""
+        root = root if root.is_absolute() else Path(os.path.abspath(root))
         done = next((found for (scanned, _kinds), found in self._scans.items() if scanned == root), None)
         if done is not None:  # the walk and the digests do not depend on the kinds of facts: reuse it
             return done[0].fingerprint

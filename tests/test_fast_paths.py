@@ -114,4 +114,4 @@ def test_parallel_index_build_equals_serial(tmp_path):
     cache = tmp_path / "cache"
     cold = ClassIndex.for_root(root, cache_dir=str(cache), jobs=2)
     warm = ClassIndex.for_root(root, cache_dir=str(cache))
-    assert cold.files == warm.files == serial.files and warm.stats["parsed"] == 0
+    assert cold.files == list(warm.files) == serial.files and warm.stats["parsed"] == 0

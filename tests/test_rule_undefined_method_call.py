@@ -218,7 +218,8 @@ def test_cache_warm_run_reads_and_detects_changes(tmp_path, monkeypatch):
     assert (cold.stats["parsed"], cold.stats["cached"], cold.stats["failed"]) == (2, 0, 0)
     names = sorted(p.name for p in cache.iterdir())
     assert [n for n in names if n.startswith(".tmp")] == []  # written atomically, no temp left
-    assert sum(n.startswith("project-") for n in names) == 2  # the manifest and the summaries
+    # the manifest, the summaries and the built index
+    assert sum(n.startswith("project-") for n in names) == 3 and any(n.endswith(".built.class-index.json") for n in names)
     calls = []
     monkeypatch.setattr(project_module, "summarize_file", lambda *a: calls.append(a))
     warm = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
@@ -232,6 +233,89 @@ def test_cache_warm_run_reads_and_detects_changes(tmp_path, monkeypatch):
     changed = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
     assert changed.stats["parsed"] == 1
     assert "m" in changed.summary((changed.file_index(str(root / "b.py")), "B")).members
+
+
+INDEX_PROJECT = {
+    "pkg/__init__.py": "from .base import Base\n",
+    "pkg/base.py": """\
+        import platform_lib
+
+        class Base:
+            def step(self):
+                pass
+
+        class Plugin(platform_lib.Base):
+            pass
+
+        def patch(cls):
+            cls.added = lambda self: None
+            return cls
+        """,
+    "pkg/child.py": """\
+        from torch import nn
+        from pkg import Base
+        from pkg.base import patch
+
+        @patch
+        class Child(Base, nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = Base()
+
+        def hook(module):
+            module.installed = 1
+
+        Child().inner.step()
+        Base.late = 3
+        """,
+    "tests/test_child.py": "from pkg.child import Child\nChild()\n",
+}
+
+
+def test_cached_index_answers_as_the_built_one(tmp_path):
+    # while no file changed, the index is read back whole (tables included) without parsing or
+    # decoding every summary, and answers every question E9503 asks as the index built from them
+    root = _project(tmp_path / "proj", INDEX_PROJECT)
+    cache = tmp_path / "cache"
+    built = Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)
+    again = Project(cache_dir=str(cache))
+    read = again.data_for_root(ClassIndexFacts(), root)
+    assert again.stats["parsed"] == 0 and type(read.files) is not list and read.paths == built.paths
+    assert read.digests == built.digests and read.root == built.root
+    keys = [(i, c.qualname) for i, f in enumerate(built.files) for c in f.classes] + [(0, "Missing")]
+    assert len(keys) == 4
+    for key in keys:
+        for name in ("summary", "hierarchy", "subclasses", "possible_subclasses", "used"):
+            assert getattr(read, name)(key) == getattr(built, name)(key), (name, key)
+        for attr in ("step", "added", "installed", "late", "inner", "nothing"):
+            assert read.stored(key, attr) == built.stored(key, attr)
+    for name in ("pkg.Base", "pkg.child.Child", "pkg.base.Plugin", "torch.nn.Module", "pkg.nothing", "os.path"):
+        for i in range(len(built.paths)):
+            assert read.resolve(name, i) == built.resolve(name, i)
+    for owner in ("pkg.base.Base", "pkg.child.Child", "pkg.base.patch()", "none"):
+        assert read.patched_members(owner) == built.patched_members(owner)
+    assert list(read.files) == list(built.files)
+
+
+def test_a_malformed_part_of_the_cached_index_is_rebuilt_not_trusted(tmp_path):
+    root = _project(tmp_path / "proj", INDEX_PROJECT)
+    cache = tmp_path / "cache"
+    built = Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)
+    [path] = cache.glob("*.built.class-index.json")
+    data = json.loads(path.read_text())
+    data["data"]["object"]["files"][1] = '["not", "a summary"]'
+    data["data"]["object"]["uses"]["Child"] = '{"not": "a list"}'
+    path.write_text(json.dumps(data))
+    again = Project(cache_dir=str(cache))
+    read = again.data_for_root(ClassIndexFacts(), root)
+    assert again.stats["parsed"] == 0  # read back: the parts are checked when first read
+    child = (built.file_index(str(root / "pkg" / "child.py")), "Child")
+    assert read.used(child) == built.used(child) is True
+    assert list(read.files) == list(built.files)
+    assert "a summary" not in path.read_text()  # the cache holds the rebuilt index again
+    data["data"]["object"]["children"] = [[1, 2, 3]]  # malformed as a whole: rebuilt at once
+    path.write_text(json.dumps(data))
+    assert list(Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root).files) == list(built.files)
 
 
 def test_corrupt_or_old_cache_is_rebuilt(tmp_path, monkeypatch):

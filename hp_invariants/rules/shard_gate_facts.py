@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from hp_invariants.astutil import EXITS, child_bodies, child_nodes, dotted_name, last_name, walk_function_body
-from hp_invariants.project import ProjectFacts
+from hp_invariants.project import LazyMap, ProjectFacts
 
 FACTS_VERSION = 4
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
@@ -396,56 +396,6 @@ def _expression(data: Any, depth: int = 0) -> tuple:
         else:
             out.append(_expression(item, depth + 1))
     return tuple(out)
-
-
-class LazyMap:
-    """A read-only map whose values stay JSON text until first read (then decoded and kept).
-
-    ``texts``: ``key -> JSON text``; ``decode(key, parsed value)``: what the map gives for it,
-    raising ``ValueError``/``TypeError`` when it is malformed; ``recover(key)``: the value to give
-    instead when a text turns out malformed (from a map rebuilt without the cache). A check reads a
-    few dozen names of the tens of thousands a project defines, so a cached
-    :class:`ShardGateIndex` decodes only those.
-    """
-
-    __slots__ = ("_texts", "_decode", "_values", "_recover")
-
-    def __init__(self, texts: dict[str, str], decode: Callable[[str, Any], Any],
-                 recover: Callable[[str], Any]):
-        self._texts = texts
-        self._decode = decode
-        self._recover = recover
-        self._values: dict[str, Any] = {}
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The decoded value of ``key``, else ``default``."""
-        value = self._values.get(key)
-        if value is None:
-            text = self._texts.get(key)
-            if text is None:
-                return default
-            try:
-                value = self._decode(key, json.loads(text))
-            except (ValueError, TypeError, KeyError, IndexError, RecursionError):
-                return self._recover(key, default)
-            self._values[key] = value
-        return value
-
-    def __getitem__(self, key: str) -> Any:
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._texts
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    def items(self) -> list[tuple[str, Any]]:
-        """Every ``(key, decoded value)``, in the stored order (decodes all)."""
-        return [(key, self[key]) for key in self._texts]
 
 
 def _json(value: Any) -> str:

@@ -27,7 +27,7 @@ from typing import Iterable, NamedTuple
 
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
                                    string_value, walk_nodes)
-from hp_invariants.project import ProjectFacts, content_digest
+from hp_invariants.project import LazyMap, ProjectFacts, content_digest
 
 FORMAT_VERSION = 9
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
@@ -840,15 +840,16 @@ class ClassIndex:
     replaced by a fresh one (the file being checked).
     """
 
-    def __init__(self, root: Path, paths: list[str], files: list[FileSummary], digests: list[bytes] | None = None):
+    def __init__(self, root: Path, paths: list[str], files: list[FileSummary], digests: list[bytes] | None = None,
+                 modules: list[str] | None = None):
         self.root = Path(root)
         self.digests = digests if digests is not None else [b""] * len(paths)
         self.paths = paths
         self.files = files
         self.catalog = load_catalog()
         self._by_module: dict[str, list[int]] = {}
-        for i, summary in enumerate(files):
-            self._by_module.setdefault(summary.module, []).append(i)
+        for i, module in enumerate(modules if modules is not None else (summary.module for summary in files)):
+            self._by_module.setdefault(module, []).append(i)
         self._by_path = {os.path.normcase(p): i for i, p in enumerate(paths)}
         self._class_maps: dict[int, dict[str, ClassSummary]] = {}
         self._resolve_memo: dict[tuple[str, str], object] = {}
@@ -864,6 +865,77 @@ class ClassIndex:
         self._possible_memo: dict[ClassKey, list[ClassKey]] = {}
         self._patched: dict[str, set[str]] | None = None
         self.stats = {"parsed": 0, "cached": 0, "failed": 0}
+
+    # ------------------------------------------------------------------ the built-object cache
+    def to_plain(self) -> dict:
+        """This index as JSON data (:meth:`from_plain` reads it back): paths, digests, module names,
+        each file's summary as JSON text (decoded when first read), and the project-wide tables that
+        :meth:`patched_members`, :meth:`stored`, :meth:`subclasses`, :meth:`possible_subclasses` and
+        :meth:`used` otherwise compute from every file on first use."""
+        patched = self._patched if self._patched is not None else self._patched_table()
+        stores = self._stores if self._stores is not None else self._stores_table()
+        children = self._children if self._children is not None else self._children_table()
+        name_children = self._name_children if self._name_children is not None else self._name_children_table()
+        uses = self._uses_by_name if self._uses_by_name is not None else self._uses_table()
+        dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+        return {
+            "root": str(self.root), "paths": self.paths, "digests": [d.hex() for d in self.digests],
+            "modules": [f.module for f in self.files], "files": [dumps(_encode_fields(f)) for f in self.files],
+            "patched": {owner: sorted(attrs) for owner, attrs in patched.items()},
+            "stores": {attr: [list(e) for e in entries] for attr, entries in stores.items()},
+            "children": [[i, q, [list(c) for c in subs]] for (i, q), subs in children.items()],
+            "name_children": {name: [list(c) for c in subs] for name, subs in name_children.items()},
+            "uses": {name: dumps(entries) for name, entries in uses.items()},
+            "class_names": self._class_names,
+        }
+
+    @classmethod
+    def from_plain(cls, data: object, rebuild) -> "ClassIndex":
+        """The index :meth:`to_plain` wrote; raises ``TypeError``/``ValueError``/``KeyError`` when
+        ``data`` is not of that shape. File summaries and uses are decoded when first read; when one
+        is malformed, the index takes the files of ``rebuild()`` (the index built from the summaries,
+        see :meth:`hp_invariants.project.ProjectFacts.decode_built`), drops every table and memo, and
+        answers from those from then on."""
+        if type(data) is not dict:
+            raise TypeError("index expected")
+        paths, modules, texts = _strs(data["paths"]), _strs(data["modules"]), _strs(data["files"])
+        digests = [bytes.fromhex(d) for d in _strs(data["digests"])]
+        if not len(paths) == len(modules) == len(texts) == len(digests):
+            raise ValueError("index lists of different lengths")
+        index: ClassIndex
+
+        def recover() -> list[FileSummary]:
+            rebuilt = rebuild()
+            if rebuilt.paths != index.paths:  # another file set: the file numbers would not match
+                raise ValueError("the project changed while its cached E9503 index was read")
+            ClassIndex.__init__(index, index.root, index.paths, rebuilt.files, index.digests)
+            return rebuilt.files
+
+        files = _LazyFiles(texts, recover)
+        index = cls(Path(_str(data["root"])), paths, files, digests, modules)  # type: ignore[arg-type]
+        index._patched = {_str(owner): set(_strs(attrs)) for owner, attrs in _dict(data["patched"]).items()}
+        index._stores = {_str(attr): [_entry(e) for e in _list(entries)] for attr, entries in _dict(data["stores"]).items()}
+        children: dict[ClassKey, list[ClassKey]] = {}
+        for item in _list(data["children"]):
+            i, q, subs = _list(item)
+            children[_entry([i, q])] = [_entry(c) for c in _list(subs)]
+        index._children = children
+        index._name_children = {_str(name): [_entry(c) for c in _list(subs)]
+                                for name, subs in _dict(data["name_children"]).items()}
+        names = _dict(data["class_names"])
+        if names and not set(map(type, names.values())) <= {int}:
+            raise TypeError("class name counts expected")
+        index._class_names = names
+
+        def uses_of(_name: str, entries: object) -> list[tuple[int, str]]:
+            return [_entry(e) for e in _list(entries)]
+
+        def recover_uses(name: str, default: object) -> object:
+            recover()
+            return index._uses_table().get(name, default)
+
+        index._uses_by_name = LazyMap(_texts(data["uses"]), uses_of, recover_uses)  # type: ignore[assignment]
+        return index
 
     @classmethod
     def for_root(cls, root: Path, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1) -> "ClassIndex":
@@ -1072,13 +1144,15 @@ class ClassIndex:
 
     def patched_members(self, class_name: str) -> set[str]:
         """Names assigned onto ``class_name`` from outside the class, anywhere in the project."""
-        if self._patched is None:
-            patched: dict[str, set[str]] = {}
-            for summary in self.files:
-                for owner, attr in summary.patched:
-                    patched.setdefault(owner, set()).add(attr)
-            self._patched = patched
-        return self._patched.get(class_name, set())
+        return (self._patched or self._patched_table()).get(class_name, set())
+
+    def _patched_table(self) -> dict[str, set[str]]:
+        patched: dict[str, set[str]] = {}
+        for summary in self.files:
+            for owner, attr in summary.patched:
+                patched.setdefault(owner, set()).add(attr)
+        self._patched = patched
+        return patched
 
     def decorator_adds(self, qualified: str, from_file: int | None = None, depth: int = 0) -> frozenset[str] | None:
         """Members that the project function ``qualified`` adds to a class it decorates.
@@ -1107,25 +1181,39 @@ class ClassIndex:
 
     def subclasses(self, key: ClassKey) -> list[ClassKey]:
         """Return every project class that has ``key`` among its ancestors (transitively)."""
-        if self._children is None:
-            children: dict[ClassKey, list[ClassKey]] = {}
-            for i, summary in enumerate(self.files):
-                for cls_summary in summary.classes:
-                    for base in cls_summary.bases:
-                        target = self.resolve(base, i)
-                        if type(target) is tuple:
-                            children.setdefault(target, []).append((i, cls_summary.qualname))
-            self._children = children
+        table = self._children if self._children is not None else self._children_table()
         out: list[ClassKey] = []
         seen = {key}
         stack = [key]
         while stack:
-            for child in self._children.get(stack.pop(), []):
+            for child in table.get(stack.pop(), []):
                 if child not in seen:
                     seen.add(child)
                     out.append(child)
                     stack.append(child)
         return out
+
+    def _children_table(self) -> dict[ClassKey, list[ClassKey]]:
+        children: dict[ClassKey, list[ClassKey]] = {}
+        for i, summary in enumerate(self.files):
+            for cls_summary in summary.classes:
+                for base in cls_summary.bases:
+                    target = self.resolve(base, i)
+                    if type(target) is tuple:
+                        children.setdefault(target, []).append((i, cls_summary.qualname))
+        self._children = children
+        return children
+
+    def _name_children_table(self) -> dict[str, list[ClassKey]]:
+        by_name: dict[str, list[ClassKey]] = {}
+        for i, summary in enumerate(self.files):
+            for cls_summary in summary.classes:
+                for base in cls_summary.bases:
+                    if base.startswith(UNKNOWN) and len(base) > 1:
+                        by_name.setdefault(base.rsplit(".", 1)[-1].lstrip(UNKNOWN), []).append(
+                            (i, cls_summary.qualname))
+        self._name_children = by_name
+        return by_name
 
     def possible_subclasses(self, key: ClassKey) -> list[ClassKey]:
         """:meth:`subclasses` plus classes whose unresolvable base has the same last name as
@@ -1133,17 +1221,9 @@ class ClassIndex:
         memo = self._possible_memo.get(key)
         if memo is not None:
             return memo
-        if self._name_children is None:
-            by_name: dict[str, list[ClassKey]] = {}
-            for i, summary in enumerate(self.files):
-                for cls_summary in summary.classes:
-                    for base in cls_summary.bases:
-                        if base.startswith(UNKNOWN) and len(base) > 1:
-                            by_name.setdefault(base.rsplit(".", 1)[-1].lstrip(UNKNOWN), []).append(
-                                (i, cls_summary.qualname))
-            self._name_children = by_name
+        by_name = self._name_children if self._name_children is not None else self._name_children_table()
         out = self.subclasses(key)
-        for child in self._name_children.get(key[1].rsplit(".", 1)[-1], []):
+        for child in by_name.get(key[1].rsplit(".", 1)[-1], []):
             if child not in out and child != key:
                 out.append(child)
                 out.extend(k for k in self.subclasses(child) if k not in out)
@@ -1152,8 +1232,8 @@ class ClassIndex:
 
     def stored_on_catalog(self, entry: CatalogEntry, name: str) -> bool:
         """True when some file stores ``name`` on a receiver of unknown class or of class ``entry``."""
-        self.stored((-1, ""), "")  # builds the table
-        for i, owner in (self._stores or {}).get(name, ()):
+        stores = self._stores if self._stores is not None else self._stores_table()
+        for i, owner in stores.get(name, ()):
             if not owner or self.resolve(owner, i) in (None, entry):
                 return True
         return False
@@ -1185,20 +1265,11 @@ class ClassIndex:
         found = self._used.get((key, values))
         if found is not None:
             return found
-        if self._uses_by_name is None:
-            by_name: dict[str, list[tuple[int, str]]] = {}
-            names: dict[str, int] = {}
-            for i, summary in enumerate(self.files):
-                for name in summary.constructed:
-                    by_name.setdefault(name.rsplit(".", 1)[-1].lstrip(UNKNOWN + VALUE_USE), []).append((i, name))
-                for cls_summary in summary.classes:
-                    simple = cls_summary.qualname.rsplit(".", 1)[-1]
-                    names[simple] = names.get(simple, 0) + 1
-            self._uses_by_name, self._class_names = by_name, names
+        uses = self._uses_by_name if self._uses_by_name is not None else self._uses_table()
         simple = key[1].rsplit(".", 1)[-1]
         test_class = self.is_test(key[0])
         found = False
-        for i, name in self._uses_by_name.get(simple, ()):
+        for i, name in uses.get(simple, ()):
             if not test_class and self.is_test(i):
                 continue
             if name.startswith(VALUE_USE):
@@ -1220,17 +1291,32 @@ class ClassIndex:
         self._used[(key, values)] = found
         return found
 
+    def _uses_table(self) -> dict[str, list[tuple[int, str]]]:
+        by_name: dict[str, list[tuple[int, str]]] = {}
+        names: dict[str, int] = {}
+        for i, summary in enumerate(self.files):
+            for name in summary.constructed:
+                by_name.setdefault(name.rsplit(".", 1)[-1].lstrip(UNKNOWN + VALUE_USE), []).append((i, name))
+            for cls_summary in summary.classes:
+                simple = cls_summary.qualname.rsplit(".", 1)[-1]
+                names[simple] = names.get(simple, 0) + 1
+        self._uses_by_name, self._class_names = by_name, names
+        return by_name
+
+    def _stores_table(self) -> dict[str, list[tuple[int, str]]]:
+        stores: dict[str, list[tuple[int, str]]] = {}
+        for i, summary in enumerate(self.files):
+            for owner, attr in summary.stores:
+                stores.setdefault(attr, []).append((i, owner))
+        self._stores = stores
+        return stores
+
     def stored(self, key: ClassKey, name: str) -> bool:
         """True when some file stores attribute ``name`` on a receiver that may be an instance of
         the class: of unknown class, or bound to a class related to it by inheritance (either way:
         an annotation admits subclasses, an instance of a subclass is an instance of the class)."""
-        if self._stores is None:
-            stores: dict[str, list[tuple[int, str]]] = {}
-            for i, summary in enumerate(self.files):
-                for owner, attr in summary.stores:
-                    stores.setdefault(attr, []).append((i, owner))
-            self._stores = stores
-        entries = self._stores.get(name)
+        stores = self._stores if self._stores is not None else self._stores_table()
+        entries = stores.get(name)
         if not entries:
             return False
         hier = None
@@ -1250,6 +1336,60 @@ class ClassIndex:
         return False
 
 
+class _LazyFiles:
+    """The ``files`` of a :class:`ClassIndex` read back from the cache: each :class:`FileSummary`
+    stays JSON text until first read. A malformed one calls ``recover()``, which gives the index the
+    files rebuilt from the summaries and returns them (this object is then no longer its ``files``)."""
+
+    __slots__ = ("_texts", "_items", "_recover")
+
+    def __init__(self, texts: list[str], recover) -> None:
+        self._texts = texts
+        self._items: list[FileSummary | None] = [None] * len(texts)
+        self._recover = recover
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __getitem__(self, i: int) -> FileSummary:
+        item = self._items[i]
+        if item is None:
+            try:
+                item = _decode_fields(FileSummary, json.loads(self._texts[i]))
+            except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+                return self._recover()[i]  # the index now holds the rebuilt files
+            self._items[i] = item
+        return item  # type: ignore[return-value]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self._texts)))
+
+
+def _strs(value: object) -> list:
+    if type(value) is not list or (value and not set(map(type, value)) <= _ONLY_STR):
+        raise TypeError("list of str expected")
+    return value
+
+
+def _dict(value: object) -> dict:
+    if type(value) is not dict:
+        raise TypeError("dict expected")
+    return value
+
+
+def _texts(value: object) -> dict:
+    if type(value) is not dict or (value and not set(map(type, value.values())) <= _ONLY_STR):
+        raise TypeError("dict of JSON texts expected")
+    return value
+
+
+def _entry(value: object) -> tuple[int, str]:
+    """A ``[file number, name]`` pair (a class key, a use, a store) as a tuple."""
+    if type(value) is not list or len(value) != 2 or type(value[0]) is not int or type(value[1]) is not str:
+        raise TypeError("[int, str] expected")
+    return (value[0], sys.intern(value[1]))
+
+
 # ---------------------------------------------------------------------- the rule's project facts
 class ClassIndexFacts(ProjectFacts):
     """E9503's declaration of project-wide facts: one :class:`FileSummary` per file, and the
@@ -1266,6 +1406,16 @@ class ClassIndexFacts(ProjectFacts):
     def build(self, root: Path, paths: list[str], summaries: list[FileSummary], digests: list[bytes]) -> "ClassIndex":
         """Return the :class:`ClassIndex` of the project ``root``."""
         return ClassIndex(root, paths, summaries, digests)
+
+    caches_built = True
+
+    def encode_built(self, data: "ClassIndex") -> dict:
+        """Return the index as JSON data (:meth:`ClassIndex.to_plain`)."""
+        return data.to_plain()
+
+    def decode_built(self, plain: object, rebuild) -> "ClassIndex":
+        """Return the index :meth:`encode_built` wrote (:meth:`ClassIndex.from_plain`)."""
+        return ClassIndex.from_plain(plain, rebuild)
 
     # ------------------------------------------------------------------ the on-disk cache
     def encode(self, summary: FileSummary) -> list:
