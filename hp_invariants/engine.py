@@ -193,20 +193,21 @@ class Session:
             return self._check(path, raw, settings, None)
         digest = content_digest(raw)
         try:
-            hit = self.results.lookup(path, digest, settings)
+            where = self.results.locate(path)
+            hit = self.results.lookup(path, digest, settings, where)
         except Exception:  # noqa: BLE001 - the cache only ever costs a re-check
-            hit = None
+            where, hit = None, None
         if hit is not None:
             return hit
         tracking = _TrackingProject(self.project)
         result = self._check(path, raw, settings, tracking)
         try:
-            entry = self.results.make_entry(path, digest, settings, result, tracking)
+            entry = self.results.make_entry(path, digest, settings, result, tracking, where)
         except Exception:  # noqa: BLE001
             entry = None
         if entry is not None:
             result.cache_entry = entry
-            self.results.store(path, entry)
+            self.results.store(path, entry, where)
         return result
 
     def _check(self, path: str, raw: bytes, settings: Settings, tracking: Any) -> FileResult:
@@ -308,9 +309,10 @@ def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResul
                                 on_dead=lambda path: FileResult(path=path, problems=[dead_worker_problem(path)]))
     result.files.sort(key=lambda r: r.path)
     if session.results is not None:
-        for file_result in result.files:
-            if file_result.cache_entry is not None:
-                session.results.store(file_result.path, file_result.cache_entry)
+        if jobs > 1:  # entries computed in worker processes (in-process checks stored theirs already)
+            for file_result in result.files:
+                if file_result.cache_entry is not None:
+                    session.results.store(file_result.path, file_result.cache_entry)
         session.results.save()
     if session.project is not None:
         result.notes.extend(session.project.notes)
@@ -435,10 +437,16 @@ class ResultsCache:
         text = repr((digest.hex(), settings.key, with_project))
         return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
-    def lookup(self, path: str, digest: bytes, settings: Settings) -> FileResult | None:
-        """The cached :class:`FileResult` of ``path`` or ``None`` (a miss)."""
+    def locate(self, path: str) -> tuple[Path, str]:
+        """``(project root, path relative to it)`` of ``path``: where its entry lives."""
         root = self.project.root_of(path)
-        rel = _rel(path, root)
+        return root, _rel(path, root)
+
+    def lookup(self, path: str, digest: bytes, settings: Settings,
+               where: tuple[Path, str] | None = None) -> FileResult | None:
+        """The cached :class:`FileResult` of ``path`` or ``None`` (a miss); ``where``: :meth:`locate`
+        of ``path`` when the caller has it."""
+        root, rel = where or self.locate(path)
         entry = self.entries(root).get(rel)
         if not isinstance(entry, dict) or entry.get("key") != self.key(digest, settings, True):
             self.stats["misses"] += 1
@@ -470,13 +478,14 @@ class ResultsCache:
         return True
 
     def make_entry(self, path: str, digest: bytes, settings: Settings, result: FileResult,
-                   tracking: _TrackingProject | None) -> dict | None:
-        """The entry to store for ``result`` (``None``: not cacheable)."""
+                   tracking: _TrackingProject | None, where: tuple[Path, str] | None = None) -> dict | None:
+        """The entry to store for ``result`` (``None``: not cacheable); ``where``: see :meth:`lookup`."""
         if any(p.problem_id not in CACHEABLE_PROBLEMS for p in result.problems):
             return None
         deps: dict[str, Any] = {}
+        root = where[0] if where else self.project.root_of(path)
         for key, (facts, tracker, _view) in (tracking.used.items() if tracking else ()):
-            deps[key] = {"fp": self.project.fingerprint(path, [facts]), "rec": facts.dependencies(tracker, path)}
+            deps[key] = {"fp": self.project.root_fingerprint(root, [facts]), "rec": facts.dependencies(tracker, path)}
         try:
             findings = [_finding_to(f) for f in result.findings]
         except TypeError:
@@ -484,10 +493,10 @@ class ResultsCache:
         return {"key": self.key(digest, settings, True), "deps": deps, "findings": findings,
                 "problems": [[p.problem_id, p.symbol, p.line, p.col, p.message, p.hint] for p in result.problems]}
 
-    def store(self, path: str, entry: dict) -> None:
-        """Remember ``entry`` for ``path`` (written by :meth:`save`)."""
-        root = self.project.root_of(path)
-        self._fresh.setdefault(root, {})[_rel(path, root)] = entry
+    def store(self, path: str, entry: dict, where: tuple[Path, str] | None = None) -> None:
+        """Remember ``entry`` for ``path`` (written by :meth:`save`); ``where``: see :meth:`lookup`."""
+        root, rel = where or self.locate(path)
+        self._fresh.setdefault(root, {})[rel] = entry
 
     def save(self) -> None:
         """Write the stored entries of each root (merged with the old ones of files that still exist)."""
