@@ -105,6 +105,8 @@ def parallel_map(
     """
     if jobs <= 1 or len(items) < 2 or sys.platform == "win32" or not hasattr(os, "fork"):
         return [fn(item) for item in items]
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415 - only where a pool runs
+
     jobs = min(jobs, len(items))
     size = chunk or max(1, min(64, len(items) // (jobs * 4) or 1))
     out: list[R] = []
@@ -136,6 +138,8 @@ def _pool_map(fn: Callable[[T], R], items: Sequence[T], jobs: int, size: int, ou
 def _isolate(fn: Callable[[T], R], items: Sequence[T], on_dead: Callable[[T], R]) -> list[R]:
     """Run ``items`` one at a time in a single worker (a new one after each death): the item being
     run when a worker dies is the one that killed it and gets ``on_dead(item)``."""
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+
     out: list[R] = []
     while len(out) < len(items):
         try:
@@ -148,9 +152,3 @@ def _isolate(fn: Callable[[T], R], items: Sequence[T], on_dead: Callable[[T], R]
             out.append(on_dead(items[len(out)]))
     return out
 
-
-try:  # only where a pool can run
-    from concurrent.futures.process import BrokenProcessPool
-except ImportError:  # pragma: no cover
-    class BrokenProcessPool(Exception):  # type: ignore[no-redef]
-        """Stand-in where process pools are not available."""

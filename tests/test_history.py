@@ -409,3 +409,13 @@ def test_pins_stay_quiet_when_the_repairs_survive_a_refactor(repo):
     repo.commit("refactor")
     code, findings, _ = repo.check()
     assert (code, findings) == (0, [])
+
+
+def test_check_reshapes_the_findings_of_the_restored_rule():
+    # check's restore pass imports the restore machinery only when a finding of its rule occurs:
+    # the symbol it looks for is that rule's
+    from hp_invariants.history import cli as history_cli
+    from hp_invariants.history import restore
+    from hp_invariants.registry import get_rule
+
+    assert history_cli.RESTORED_SYMBOL == restore.RULE_SYMBOL == get_rule("E9503").symbol

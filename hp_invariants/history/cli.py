@@ -132,29 +132,36 @@ def _wrap_restore(args: argparse.Namespace, session: Any) -> None:
     map_rules(session, lambda r: RuleProxy(r, transform) if r.symbol == restore.RULE_SYMBOL else r)
 
 
+RESTORED_SYMBOL = "undefined-method-call"
+"""The rule whose findings restore-from-history reshapes (``hp_invariants.history.restore.RULE_SYMBOL``)."""
+
+
 def prepare_check(args: argparse.Namespace, session: Any) -> Callable[[Any], None] | None:
     """Return the restore-from-history pass of ``check`` for E9503 findings (``None`` when
     ``restore-from-history = false``): applied to the run's results after the pipeline, so the
     pipeline's rules stay the bundled ones (and its results cache applies). git is only called when
     an E9503 finding occurs, in a git work tree. (``fix`` wraps the rule instead: see :func:`fix_session`,
     its fix loop needs the restore fix on every round.)"""
-    from hp_invariants.history import restore
-    from hp_invariants.source import SourceFile, read_source_bytes
-
     if not _restore_enabled(_config(session, args)):
         return None
-    transform = restore.RestoreTransform((args.paths or ["."])[0])
+    start = (args.paths or ["."])[0]
 
     def post(result: Any) -> None:
+        transform = None
         for file_result in result.files:
-            mine = [f for f in file_result.findings if f.symbol == restore.RULE_SYMBOL]
+            mine = [f for f in file_result.findings if f.symbol == RESTORED_SYMBOL]
             if not mine:
                 continue
+            if transform is None:  # git and the restore machinery only once there is an E9503 finding
+                from hp_invariants.history import restore
+                from hp_invariants.source import SourceFile, read_source_bytes
+
+                transform = restore.RestoreTransform(start)
             try:
                 source = SourceFile.from_bytes(file_result.path, read_source_bytes(file_result.path)[0])
             except (OSError, ValueError):
                 continue
-            others = [f for f in file_result.findings if f.symbol != restore.RULE_SYMBOL]
+            others = [f for f in file_result.findings if f.symbol != RESTORED_SYMBOL]
             shaped = transform(mine, types.SimpleNamespace(source=source, path=file_result.path))
             file_result.findings = sorted(others + shaped, key=Finding.sort_key)
 
