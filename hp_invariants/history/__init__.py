@@ -12,3 +12,9 @@ restore-from-history for E9503.
 The API works on :class:`hp_invariants.model.Finding` objects plus source text; nothing here is
 imported on the plain ``check`` path unless a history feature is in use.
 """
+
+BASELINE_FILE = "hp-invariants-baseline.json"
+"""The default baseline file name (:data:`hp_invariants.history.baseline.DEFAULT_NAME`)."""
+
+PINS_FILE = "hp-invariants-pins.json"
+"""The default pins file name (:data:`hp_invariants.history.pins.DEFAULT_NAME`)."""

@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from hp_invariants.history import BASELINE_FILE
 from hp_invariants.history.fingerprint import finding_code, match, normalize_code
 from hp_invariants.model import Finding
 
-DEFAULT_NAME = "hp-invariants-baseline.json"
+DEFAULT_NAME = BASELINE_FILE
 FORMAT_VERSION = 1
 
 

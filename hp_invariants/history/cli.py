@@ -223,15 +223,16 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
     :class:`hp_invariants.engine.RunResult` of ``session``). Returns ``None`` when no history
     feature is in use (the plain check path stays as it was). Raises :class:`HistoryError` (exit 2)
     for a git or file error."""
+    from hp_invariants.history import BASELINE_FILE, PINS_FILE
+
+    config = _config(session, args)
+    baseline_path = None if args.no_baseline else _path(config, "baseline", BASELINE_FILE, args.baseline)
+    pins_path = _path(config, "pins", PINS_FILE, args.pins)
+    if not (baseline_path or pins_path or args.since or args.format in ("json", "sarif") or args.fail_on_stale_baseline):
+        return None
     from hp_invariants.history import baseline as baseline_mod
     from hp_invariants.history import pins
     from hp_invariants.history.fingerprint import annotate, match, read_text_file
-
-    config = _config(session, args)
-    baseline_path = None if args.no_baseline else _path(config, "baseline", baseline_mod.DEFAULT_NAME, args.baseline)
-    pins_path = _path(config, "pins", pins.DEFAULT_NAME, args.pins)
-    if not (baseline_path or pins_path or args.since or args.format in ("json", "sarif") or args.fail_on_stale_baseline):
-        return None
     try:
         checked = [r.path for r in result.files]
         findings = list(result.findings)

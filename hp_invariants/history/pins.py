@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from hp_invariants.astutil import always_exits
+from hp_invariants.history import PINS_FILE
 from hp_invariants.model import Confidence, Finding
 
-DEFAULT_NAME = "hp-invariants-pins.json"
+DEFAULT_NAME = PINS_FILE
 REVERTED_ID, REVERTED_SYMBOL = "E9590", "reverted-fix"
 STALE_ID, STALE_SYMBOL = "W9591", "stale-pin"
 FORMAT_VERSION = 1
