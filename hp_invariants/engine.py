@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from hp_invariants import newsyntax, suppressions
-from hp_invariants.config import Resolver, Settings
+from hp_invariants.config import DEFAULT_EXCLUDES, Resolver, Settings
 from hp_invariants.context import FileContext
 from hp_invariants.discovery import iter_python_files
 from hp_invariants.limits import AnalysisTimeout, guarded, problem
@@ -319,6 +319,9 @@ def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResul
     return result
 
 
+_DEFAULT_EXCLUDES = list(DEFAULT_EXCLUDES)
+
+
 def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1,
                     freeze_after_build: bool = False) -> Project:
     """A :class:`Project` whose walk honours the check's excludes (patterns that match the project
@@ -333,6 +336,8 @@ def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache:
         config = configs.get(folder)
         if config is None:
             config = configs[folder] = resolver.config_for(folder or ".")
+        if config.exclude == _DEFAULT_EXCLUDES:  # the project walk already left out what these match
+            return False
         return config.is_excluded(path, given=str(root))
 
     def cache_for(root: Path) -> str | None:

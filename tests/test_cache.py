@@ -387,6 +387,14 @@ def test_index_honours_the_check_excludes(tmp_path):
     index = session.project.data(ClassIndexFacts(), str(root / "pkg" / "base.py"))
     assert not any("vendored" in p for p in index.paths)
     assert any(p.endswith("base.py") for p in index.paths)
+    # with the default excludes only, the walk itself leaves out what they match (below the root)
+    plain = _tree(tmp_path / "build" / "proj", {"pkg/__init__.py": "", "pkg/a.py": "class A:\n    pass\n",
+                                                "pkg/build/gen.py": "class G:\n    pass\n",
+                                                "node_modules/x.py": "class X:\n    pass\n"})
+    session = _session(tmp_path / "cache2")
+    engine.run_check(session, [str(plain)])
+    index = session.project.data(ClassIndexFacts(), str(plain / "pkg" / "a.py"))
+    assert sorted(os.path.relpath(p, plain) for p in index.paths) == ["pkg/__init__.py", "pkg/a.py"]
 
 
 def test_loose_script_does_not_index_the_tree_below(tmp_path, capsys):

@@ -398,8 +398,8 @@ def _expression(data: Any, depth: int = 0) -> tuple:
     return tuple(out)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+"""Compact JSON text of a value (one encoder for every call: ``json.dumps`` with options builds one per call)."""
 
 
 def _function_defs(name: str, data: Any) -> list[tuple[int, FunctionFact]]:

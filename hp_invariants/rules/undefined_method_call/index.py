@@ -864,6 +864,7 @@ class ClassIndex:
         self._name_children: dict[str, list[ClassKey]] | None = None
         self._possible_memo: dict[ClassKey, list[ClassKey]] = {}
         self._patched: dict[str, set[str]] | None = None
+        self._dependency_memo: dict[tuple, tuple] = {}  # question -> normal form, answer's JSON text
         self.stats = {"parsed": 0, "cached": 0, "failed": 0}
 
     # ------------------------------------------------------------------ the built-object cache
@@ -1443,11 +1444,21 @@ class ClassIndexFacts(ProjectFacts):
         if tracker.overlaid:
             return None
         asked = list(dict.fromkeys(tracker.asked))
-        questions = [_normal(view, q, question=True) for q in asked]
         answers = tracker.answers
         if any(answers.get(q, (None,))[0] is not view for q in asked):  # asked of another view: ask again
+            questions = [_normal(view, q, question=True) for q in asked]
             return {"q": questions, "a": _answers_digest(_answers(view, asked))}
-        return {"q": questions, "a": _answers_digest([_normal(view, answers[q][1]) for q in asked])}
+        # the files of one run ask the same view many of the same questions: each question's normal
+        # form and its answer's JSON text are computed once per view (answers are pure functions of it)
+        memo = view._dependency_memo
+        questions, texts = [], []
+        for q in asked:
+            found = memo.get(q)
+            if found is None:
+                found = memo[q] = (_normal(view, q, question=True), _compact_json(_normal(view, answers[q][1])))
+            questions.append(found[0])
+            texts.append(found[1])
+        return {"q": questions, "a": _text_digest("[" + ",".join(texts) + "]")}
 
     def still_valid(self, data: "ClassIndex", path: str, digest: bytes, record: object) -> bool:
         """Replay the recorded questions on the index ``data``: True when the file is indexed with the
@@ -1694,11 +1705,20 @@ def _answers(view: ClassIndex, asked: list) -> list:
     return [_normal(view, getattr(view, q[0])(*q[1:])) for q in asked]
 
 
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode
+"""``json.dumps(value, separators=(",", ":"))`` with one encoder for every call."""
+
+
 def _answers_digest(answers: list) -> str:
+    return _text_digest(_compact_json(answers))
+
+
+def _text_digest(text: str) -> str:
+    """The digest of the JSON text of a list of answers (``_compact_json`` of a list is ``[``, its
+    items' texts joined by ``,``, then ``]``, so a digest can be taken from the items' cached texts)."""
     import hashlib  # noqa: PLC0415
 
-    return hashlib.blake2b(json.dumps(answers, separators=(",", ":")).encode("utf-8", "surrogatepass"),
-                           digest_size=16).hexdigest()
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 _FIELD_KINDS = {cls: _field_kinds(cls) for cls in (FileSummary, ClassSummary)}
