@@ -726,3 +726,14 @@ def test_a_degree_retest_counts_only_in_the_same_function_and_for_the_same_quant
             return report
         """
     assert len(_check(nested)) == 1  # a nested function's re-test is another function's
+
+
+def test_names_are_written_as_json_whatever_they_hold():
+    # the cached index joins names into JSON text directly when none needs escaping
+    import json
+
+    from hp_invariants.rules.shard_gate_facts import _strings_json
+
+    for items in ([], ["a"], ["fully_shard", "apply_fsdp"], ["é", "名前"], ['a"b'], ["a\\b"], ["t\tab"], ["\x01", "x"],
+                  ['"', '"']):
+        assert json.loads(_strings_json(items)) == items

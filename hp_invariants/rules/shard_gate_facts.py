@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
@@ -402,6 +403,20 @@ _json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 """Compact JSON text of a value (one encoder for every call: ``json.dumps`` with options builds one per call)."""
 
 
+_ESCAPED = re.compile(r'[\\\x00-\x1f]').search
+
+
+def _strings_json(items: list[str]) -> str:
+    """The JSON text of a list of names, built by joining them when none needs escaping (names are
+    identifiers: the common case), else by the encoder."""
+    if not items:
+        return "[]"
+    text = '["' + '","'.join(items) + '"]'
+    if text.count('"') == 2 * len(items) and _ESCAPED(text) is None:
+        return text
+    return _json(items)
+
+
 def _function_defs(name: str, data: Any) -> list[tuple[int, FunctionFact]]:
     """Decode the ``[[file number, flags, returns, calls], ...]`` of the ``def``s of ``name``."""
     out = []
@@ -467,14 +482,19 @@ class ShardGateIndex:
     def to_plain(self) -> dict[str, Any]:
         """This index as JSON data (:meth:`from_plain` reads it back): paths, and per name the JSON
         text of its ``def``s, of the callers of it, and of the files storing it as a non-predicate."""
+        def definition(n: int, f: FunctionFact) -> str:
+            flags = (1 if f.is_property else 0) | (2 if f.abstract else 0)
+            returns = "null" if f.returns is None else _json(f.returns)
+            return f"[{n},{flags},{returns},{_strings_json(sorted(f.calls))}]"
+
         return {
             "paths": self.paths,
-            "functions": {name: _json([[n, (1 if f.is_property else 0) | (2 if f.abstract else 0), f.returns,
-                                        sorted(f.calls)] for n, f in defs])
+            "functions": {name: "[" + ",".join([definition(n, f) for n, f in defs]) + "]"
                           for name, defs in self.functions.items()},
-            "callers": {callee: _json(names) for callee, names in self.callers().items()},
+            "callers": {callee: _strings_json(names) for callee, names in self.callers().items()},
             "attr_values": [[attr, n, value] for attr, values in self.attr_values.items() for n, value in values],
-            "attr_other": {attr: _json(sorted(numbers)) for attr, numbers in self.attr_other.items()},
+            "attr_other": {attr: "[" + ",".join(map(str, sorted(numbers))) + "]"
+                           for attr, numbers in self.attr_other.items()},
         }
 
     @classmethod
