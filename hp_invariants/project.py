@@ -163,6 +163,14 @@ class LazyMap:
         self._recover = recover
         self._values: dict[str, Any] = {}
 
+    @classmethod
+    def from_cache(cls, texts: Any, decode: Callable[[str, Any], Any], recover: Callable[[str, Any], Any]) -> "LazyMap":
+        """A map over ``texts`` read from a cache file: raises ``TypeError`` unless it is a dict of
+        strings (checked at C speed; each text is checked when decoded)."""
+        if type(texts) is not dict or (texts and not set(map(type, texts.values())) <= {str}):
+            raise TypeError("a map of JSON texts expected")
+        return cls(texts, decode, recover)
+
     def get(self, key: str, default: Any = None) -> Any:
         """The decoded value of ``key``, else ``default``."""
         value = self._values.get(key)

@@ -443,13 +443,6 @@ def _numbers(_attr: str, data: Any) -> set[int]:
     return numbers
 
 
-def _texts(data: Any) -> dict[str, str]:
-    """A ``key -> JSON text`` map from the cache: a dict of strings, checked at C speed."""
-    if type(data) is not dict or not set(map(type, data.values())) <= {str}:
-        raise TypeError("map of JSON texts expected")
-    return data
-
-
 class ShardGateIndex:
     """Every file's :class:`FileFacts` of one project, by name (what E9502 reads at check time).
 
@@ -529,9 +522,9 @@ class ShardGateIndex:
                 return source.get(key, default)
             return answer
 
-        index.functions = LazyMap(_texts(data["functions"]), _function_defs, recover("functions"))  # type: ignore[assignment]
-        index.attr_other = LazyMap(_texts(data["attr_other"]), _numbers, recover("attr_other"))  # type: ignore[assignment]
-        index._callers = LazyMap(_texts(data["callers"]), lambda _callee, names: [_str(n) for n in _list(names)],  # type: ignore[assignment]
+        index.functions = LazyMap.from_cache(data["functions"], _function_defs, recover("functions"))  # type: ignore[assignment]
+        index.attr_other = LazyMap.from_cache(data["attr_other"], _numbers, recover("attr_other"))  # type: ignore[assignment]
+        index._callers = LazyMap.from_cache(data["callers"], lambda _callee, names: [_str(n) for n in _list(names)],  # type: ignore[assignment]
                                  recover("callers"))
         return index
 

@@ -935,7 +935,7 @@ class ClassIndex:
             recover()
             return index._uses_table().get(name, default)
 
-        index._uses_by_name = LazyMap(_texts(data["uses"]), uses_of, recover_uses)  # type: ignore[assignment]
+        index._uses_by_name = LazyMap.from_cache(data["uses"], uses_of, recover_uses)  # type: ignore[assignment]
         return index
 
     @classmethod
@@ -1375,12 +1375,6 @@ def _strs(value: object) -> list:
 def _dict(value: object) -> dict:
     if type(value) is not dict:
         raise TypeError("dict expected")
-    return value
-
-
-def _texts(value: object) -> dict:
-    if type(value) is not dict or (value and not set(map(type, value.values())) <= _ONLY_STR):
-        raise TypeError("dict of JSON texts expected")
     return value
 
 
