@@ -529,3 +529,25 @@ def test_summaries_leave_no_reference_cycles():
     finally:
         gc.enable()
     assert leaking == {}
+
+
+@pytest.mark.parametrize("other_before, other_after, flagged_after", [
+    # a class constructed nowhere is read as a mixin; once another file constructs it, it is flagged
+    ("x = 1\n", "from a import A\n\nA().f()\n", True),
+    # a foreign store of the name, on a receiver that may be an A, in another file makes it defined
+    ("from a import A\n\nA().f()\n", "from a import A\n\nA().f()\n\n\ndef g(obj):\n    obj.missing_m = print\n", False),
+])
+def test_results_follow_uses_and_stores_in_other_files(tmp_path, other_before, other_after, flagged_after):
+    # E9503's answers about who constructs a class and who stores a name on it come from other
+    # files: the cached results of a.py must not outlive a change to them
+    root = _tree(tmp_path / "proj", {"a.py": "class A:\n    def f(self):\n        return self.missing_m()\n",
+                                     "b.py": other_before})
+    cache = tmp_path / "cache"
+    before = _check(root, cache)[1]
+    (root / "b.py").write_text(other_after)
+    after = _check(root, cache)[1]
+    assert after == _check(root, tmp_path / "fresh")[1]  # as a run without any cache says
+    assert bool(after) is flagged_after and bool(before) is not flagged_after
+    again = _session(cache)  # and the replayed record is reused when nothing changes
+    engine.run_check(again, [str(root)])
+    assert again.results.stats["hits"] == 2

@@ -485,3 +485,18 @@ def test_answers_digest_from_cached_item_texts_is_the_digest_of_the_list():
         items = answers[:n]
         joined = "[" + ",".join(class_index._compact_json(a) for a in items) + "]"
         assert class_index._text_digest(joined) == class_index._answers_digest(items)
+
+
+def test_tracked_questions_are_recorded_with_positional_arguments(tmp_path):
+    # the results cache replays a file's questions on a later index: one asked with a keyword is
+    # recorded as the positional call it stands for
+    root = _project(tmp_path / "proj", INDEX_PROJECT)
+    index = Project(cache_dir=str(tmp_path / "cache")).data_for_root(ClassIndexFacts(), root)
+    facts = ClassIndexFacts()
+    view, tracker = facts.track(index)
+    key = (index.file_index(str(root / "pkg" / "base.py")), "Base")
+    assert view.used(key, values=False) == index.used(key, False)
+    assert tracker.asked == [("used", key, False)]
+    record = facts.dependencies(tracker, str(root / "pkg" / "child.py"))
+    assert facts.still_valid(index, str(root / "pkg" / "child.py"),
+                             index.digests[index.file_index(str(root / "pkg" / "child.py"))], record)

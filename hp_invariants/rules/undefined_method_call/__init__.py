@@ -429,7 +429,7 @@ class _State:
         count: test frameworks hand test classes to functions that combine them with more bases
         (``instantiate_device_type_tests(TestFoo, globals())``)."""
         test = self.view.is_test(key[0]) or "unittest.case.TestCase" in hier.catalog
-        if self.view.used(key, values=not test):
+        if self.view.used(key, not test):  # values: uses as values count unless test code
             return True
         summary = self.view.summary(key)
         return not test and summary is not None and any(not _pure_decorator(d) for d in summary.decorators)

@@ -1590,7 +1590,8 @@ _ONLY_STR = frozenset({str})
 
 # ---------------------------------------------------------------------- what a file's findings depend on
 _TRACKED = ("resolve", "summary", "hierarchy", "class_name", "constructed", "patched_members",
-            "decorator_adds", "subclasses", "possible_subclasses")
+            "decorator_adds", "subclasses", "possible_subclasses", "used", "stored", "stored_on_catalog",
+            "is_test")
 """The :class:`ClassIndex` questions E9503 asks while checking a file: its findings are a function of
 the file's tree, its options and these answers (plus the bundled catalog, which the cache's version
 tag covers)."""
@@ -1622,7 +1623,9 @@ class _TrackedIndex:
             index = self._index
             answers = questions.answers
 
-            def asked(*args):
+            def asked(*args, **keywords):
+                if keywords:  # a question is recorded (and replayed) with positional arguments
+                    args = _positional(value, args, keywords)
                 question = (name, *args)
                 questions.asked.append(question)
                 questions.view = index
@@ -1641,6 +1644,15 @@ class _TrackedIndex:
             self._questions.overlaid = True
         self._questions.view = view
         return _TrackedIndex(view, self._questions)
+
+
+def _positional(method, args: tuple, keywords: dict) -> tuple:
+    """``args`` and ``keywords`` of a call of the bound ``method`` as positional arguments only."""
+    import inspect  # noqa: PLC0415 - only for a question asked with keywords
+
+    bound = inspect.signature(method).bind(*args, **keywords)
+    bound.apply_defaults()
+    return tuple(bound.arguments.values())
 
 
 def _normal(view: ClassIndex, value: object, question: bool = False) -> object:
@@ -1689,8 +1701,11 @@ def _denormal(view: ClassIndex, value: object) -> object:
         if value and value[0] == "k" and len(value) == 3:
             i = view.file_index(_str(value[1]))
             return _MISSING if i is None else (i, _str(value[2]))
+        if value and value[0] == "c" and len(value) == 2:
+            entry = view.catalog.get(_str(value[1]))
+            return entry if entry is not None and entry.qualname == value[1] else _MISSING
         return tuple(_denormal(view, v) for v in value)
-    if value is None or type(value) is str:
+    if value is None or type(value) is str or type(value) is bool:
         return value
     raise TypeError("malformed question")
 
