@@ -461,6 +461,8 @@ class Project:
             if scan.stats["hashed"] or any(tuple(manifest.get("entries", {}).get(f.rel, ())[:4]) != f.stat
                                            for f in scan.files):
                 write_project_cache(cache_file, root, facts, scan, (), write_summaries=False)
+            for f in scan.files:
+                f.raw = None  # the bytes of hashed files are not needed (a rebuild reads them again)
             return ready
         built = self._build_from_summaries(root, facts, scan, manifest, cache_file, rest)
         built.update(ready)

@@ -282,6 +282,7 @@ def test_cached_index_answers_as_the_built_one(tmp_path):
     read = again.data_for_root(ClassIndexFacts(), root)
     assert again.stats["parsed"] == 0 and type(read.files) is not list and read.paths == built.paths
     assert read.digests == built.digests and read.root == built.root
+    assert all(f.raw is None for scan, _ in again._scans.values() for f in scan.files)  # no file bytes kept
     keys = [(i, c.qualname) for i, f in enumerate(built.files) for c in f.classes] + [(0, "Missing")]
     assert len(keys) == 4
     for key in keys:
