@@ -219,6 +219,10 @@ class Session:
             result.problems.append(problem(path, exc))
             return result
         active = self.active_rules(source, settings)
+        if tracking is not None:  # a prefilter that read the project skipped the rule: that is a dependency
+            for rule in settings.rules:
+                if rule.prefilter_reads_project and rule.project_facts is not None and rule not in active:
+                    tracking.prefiltered(rule, path, settings.options.get(rule.rule_id))
         if not active and not (settings.report_unused_suppressions
                                and suppressions.mentions_our_codes(source.text, settings.rules)):
             return result
@@ -373,6 +377,13 @@ class _TrackingProject:
     def __init__(self, project: Project):
         self.project = project
         self.used: dict[str, tuple] = {}
+        self.prefilters: dict[str, str | None] = {}  # facts kind -> prefilter_record of a skipped rule
+
+    def prefiltered(self, rule: Rule, path: str, options: dict | None) -> None:
+        """Record that ``rule``'s prefilter, which reads project facts, skipped the file ``path``."""
+        facts = rule.project_facts
+        if facts is not None and facts.key not in self.prefilters:
+            self.prefilters[facts.key] = rule.prefilter_record(self.project.data(facts, path), options)
 
     def data(self, facts, path: str):
         found = self.used.get(facts.key)
@@ -478,6 +489,12 @@ class ResultsCache:
                 return False
             if dep.get("fp") == self.project.fingerprint(path, [facts]):
                 continue
+            if "pre" in dep:  # only a prefilter that reads the project skipped a rule: ask it again
+                rule = next((r for r in settings.rules if r.prefilter_reads_project and r.project_facts is facts), None)
+                if rule is None or rule.prefilter_record(self.project.data(facts, path),
+                                                         settings.options.get(rule.rule_id)) != dep["pre"]:
+                    return False
+                continue
             if not facts.still_valid(self.project.data(facts, path), path, digest, dep.get("rec")):
                 return False
         return True
@@ -491,6 +508,11 @@ class ResultsCache:
         root = where[0] if where else self.project.root_of(path)
         for key, (facts, tracker, _view) in (tracking.used.items() if tracking else ()):
             deps[key] = {"fp": self.project.root_fingerprint(root, [facts]), "rec": facts.dependencies(tracker, path)}
+        for key, record in (tracking.prefilters.items() if tracking else ()):
+            if key not in deps:
+                facts = next(r.project_facts for r in settings.rules if r.project_facts is not None
+                             and r.project_facts.key == key)
+                deps[key] = {"fp": self.project.root_fingerprint(root, [facts]), "pre": record}
         try:
             findings = [_finding_to(f) for f in result.findings]
         except TypeError:

@@ -186,6 +186,9 @@ class Rule:
       about the whole project (E9503: every class), read in ``check`` with ``ctx.project_data(self)``;
     * ``project_optional``: True when the rule also runs without a project (``ctx.project is None``:
       it then uses what the file itself shows); False (default): such a rule is not run then;
+    * ``prefilter_reads_project``: True when :meth:`applies_to` also reads the project facts (E9502
+      lets through files that call a project's must-run helper): a file the prefilter skipped then
+      depends on :meth:`prefilter_record` of its project (the per-file results cache checks it);
     * ``codemod_command``: the name of the rule's libcst codemod class (default: the symbol in
       CamelCase + ``Command``; see :mod:`hp_invariants.codemods`).
 
@@ -203,6 +206,7 @@ class Rule:
     prefilter_option: str | None = None
     project_facts: "ProjectFacts | None" = None
     project_optional: bool = False
+    prefilter_reads_project: bool = False
     codemod_command: str = ""
 
     @property
@@ -221,6 +225,12 @@ class Rule:
         if self.prefilter_option and options and self.prefilter_option in options:
             tokens = options[self.prefilter_option]
         return not tokens or any(token in text for token in tokens)
+
+    def prefilter_record(self, data: Any, options: dict[str, Any] | None = None) -> str | None:
+        """What :meth:`applies_to` reads from the project object ``data`` (of ``project_facts``) under
+        this rule's ``options``, as a plain string: a file the prefilter skipped is checked again
+        when it differs. Only called when ``prefilter_reads_project``."""
+        return None
 
     def check(self, ctx: "FileContext") -> Iterable[Finding]:  # pragma: no cover - abstract
         """Yield the findings of this rule in the file of ``ctx`` (a

@@ -551,3 +551,28 @@ def test_results_follow_uses_and_stores_in_other_files(tmp_path, other_before, o
     again = _session(cache)  # and the replayed record is reused when nothing changes
     engine.run_check(again, [str(root)])
     assert again.results.stats["hits"] == 2
+
+
+def test_results_follow_a_helper_that_becomes_must_run_in_another_file(tmp_path):
+    # E9502's prefilter lets a file through when it calls one of the project's must-run helpers; a
+    # file it skipped must be checked again once a helper in another file starts sharding
+    fixture = Path(__file__).parent / "fixtures" / "shard-gated-reset" / "checker" / "must_run_helper_project"
+    root = tmp_path / "proj"
+    shutil.copytree(fixture, root)
+    (root / "expected.txt").unlink()
+    helpers = root / "wraplib" / "fsdp.py"
+    original = helpers.read_text()
+    helpers.write_text("def apply_fsdp(model, mesh, mp_policy):\n    pass\n\n\n"
+                       "def parallelize_model(model, mesh, mp_policy):\n    return model\n")
+    cache = tmp_path / "cache"
+    assert _check(root, cache) == (0, [])
+    helpers.write_text(original)
+    code, findings = _check(root, cache)
+    assert (code, findings) == _check(root, tmp_path / "fresh")  # as a run without any cache says
+    assert code == 1 and {f["id"] for f in findings} == {"E9502"} and len(findings) == 2
+    helpers.write_text(original + "\n\ndef unrelated():\n    return 1\n")  # the helper names stay the same
+    session = _session(cache)
+    engine.run_check(session, [str(root)])
+    # __init__.py, which the prefilter skipped, is reused (the helper names are the same); fsdp.py
+    # changed; recipe.py, which E9502 checked, depends on every E9502 fact and is checked again
+    assert session.results.stats == {"hits": 1, "misses": 2}

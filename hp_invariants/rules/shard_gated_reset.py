@@ -1268,6 +1268,16 @@ class ShardGatedReset(Rule):
     prefilter_option = "unconditional-calls"
     project_facts = _RegisteringFacts()
     project_optional = True
+    prefilter_reads_project = True
+
+    def prefilter_record(self, data, options=None) -> str:
+        """The must-run helper names of the project ``data`` (its closure under the configured
+        ``unconditional-calls``) that the prefilter looks for, as a digest."""
+        import hashlib  # noqa: PLC0415
+
+        calls = tuple(options[self.prefilter_option]) if options and self.prefilter_option in options else self.prefilter
+        names = "\n".join(sorted(project_closure(data, frozenset(calls))))
+        return hashlib.blake2b(names.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
     def applies_to(self, text: str, options=None) -> bool:
         """The text prefilter: a configured must-run name, or a project function that always calls
