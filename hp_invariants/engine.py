@@ -228,8 +228,10 @@ class Session:
             return result
         timeout = settings.timeout_per_file
 
+        kept = self.project.take_tree(path, raw) if self.project is not None else None
+
         def work() -> list[Finding]:
-            return self.analyze(source, parse(source), settings, active, tracking)
+            return self.analyze(source, kept or parse(source), settings, active, tracking)
 
         try:
             findings = guarded(work, timeout)
@@ -259,11 +261,14 @@ class Session:
             raise ValueError("discovery needs a Resolver")
         return iter_python_files(paths, self.resolver)
 
-    def prepare(self, files: Sequence[str], lazy_if_cached: bool = False) -> list[FileProblem]:
+    def prepare(self, files: Sequence[str], lazy_if_cached: bool = False, keep_trees: bool = False) -> list[FileProblem]:
         """Build the project facts that the rules enabled for ``files`` declare, before a pool forks
         (workers inherit them). Returns a problem per project that could not be indexed.
         ``lazy_if_cached`` (``check``): skip the build of a project when the results cache holds every
-        file's results against the project as it is now (only its fingerprint is computed)."""
+        file's results against the project as it is now (only its fingerprint is computed).
+        ``keep_trees`` (``check``): keep the trees of ``files`` parsed by the build for
+        :meth:`check_bytes` (see :meth:`~hp_invariants.project.Project.prepare`); the caller calls
+        ``project.release_trees()`` when done."""
         if self.project is None:
             return []
         problems: list[FileProblem] = []
@@ -279,7 +284,7 @@ class Session:
             try:
                 if lazy_if_cached and self.results is not None and self._all_current(root, facts, paths):
                     continue  # every file's results are cached against this very project: build lazily
-                self.project.prepare(path, facts)
+                self.project.prepare(path, facts, keep=paths if keep_trees else ())
             except Exception as exc:  # noqa: BLE001 - reported; the files are still checked
                 problems.append(problem(path, exc))
         return problems
@@ -308,9 +313,13 @@ def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResul
     result = RunResult(problems=discovery_problems)
     if session.project is not None and jobs > 1:
         session.project.jobs = max(session.project.jobs, jobs)
-    result.problems.extend(session.prepare(files, lazy_if_cached=True))
-    result.files = parallel_map(session.check_path, files, jobs,
-                                on_dead=lambda path: FileResult(path=path, problems=[dead_worker_problem(path)]))
+    result.problems.extend(session.prepare(files, lazy_if_cached=True, keep_trees=True))
+    try:
+        result.files = parallel_map(session.check_path, files, jobs,
+                                    on_dead=lambda path: FileResult(path=path, problems=[dead_worker_problem(path)]))
+    finally:
+        if session.project is not None:
+            session.project.release_trees()  # those of files the check did not parse (cached results ...)
     result.files.sort(key=lambda r: r.path)
     if session.results is not None:
         if jobs > 1:  # entries computed in worker processes (in-process checks stored theirs already)

@@ -49,6 +49,7 @@ import re
 import sys
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -63,6 +64,12 @@ MAX_PROJECT_FILES = 20_000
 RACY_WINDOW_NS = 2_000_000_000
 """A file whose ctime or mtime is within this much of the cache write (or later) is always hashed:
 it may have changed again within the file system's timestamp granularity."""
+
+KEEP_TREES_BUDGET = 4 << 20
+"""At most this many bytes of source (4 MiB) whose trees :meth:`Project.prepare` keeps for the
+check that follows, so that a cold ``check`` parses those files once, not twice. A tree takes 25-31
+times its source's size in memory (measured on torch.distributed and hyper-parallel): at most about
+130 MB, freed file by file as the check goes; the files past the budget are parsed again."""
 
 
 class ProjectFacts:
@@ -305,6 +312,9 @@ class Project:
         self._roots: dict[str, Path] = {}
         self._marked: dict[str, bool] = {}  # folder -> holds a project root marker (find_project_root)
         self._scans: dict[tuple[Path, str], tuple[Scan, dict]] = {}
+        self._trees: dict[str, tuple[bytes, ast.Module]] = {}  # path -> (bytes, tree) parsed while summarizing
+        self._tree_bytes = 0
+        self.keep_trees_budget = KEEP_TREES_BUDGET
         self.stats: dict[str, int] = {}
         self.notes: list[str] = []
 
@@ -333,29 +343,57 @@ class Project:
             built = self._built[root]
         return built[facts.key]
 
-    def prepare(self, path: str, facts: Sequence[ProjectFacts]) -> None:
+    def prepare(self, path: str, facts: Sequence[ProjectFacts], keep: Iterable[str] = ()) -> None:
         """Build every kind of ``facts`` not built yet for the project holding ``path``, together (one
         walk, one parse per file). The per-file time budget of the caller is paused meanwhile: this is
-        per-project work, not per-file."""
-        self.prepare_root(self.root_of(path), facts)
+        per-project work, not per-file. ``keep``: the files about to be checked; the trees of those
+        parsed here in this process are kept for :meth:`take_tree` (up to ``keep_trees_budget`` bytes of
+        source), so that a cold ``check`` parses each file once."""
+        self.prepare_root(self.root_of(path), facts, keep)
 
-    def prepare_root(self, root: Path, facts: Sequence[ProjectFacts]) -> None:
+    def prepare_root(self, root: Path, facts: Sequence[ProjectFacts], keep: Iterable[str] = ()) -> None:
         """:meth:`prepare` for the project ``root``."""
         built = self._built.setdefault(root, {})
         missing = [f for f in dict.fromkeys(facts) if f.key not in built]
         if missing:
+            wanted = frozenset(os.path.abspath(p) for p in keep) if self.keep_trees_budget > 0 else frozenset()
             with budget_paused():
                 try:
-                    built.update(self._build(root, missing))
+                    built.update(self._build(root, missing, wanted))
                 except Exception:  # noqa: BLE001 - a cached summary of the wrong shape: rebuild without it
                     if not self.use_cache:
                         raise
                     self.use_cache = False
                     self._scans.clear()
                     try:
-                        built.update(self._build(root, missing))
+                        built.update(self._build(root, missing, wanted))
                     finally:
                         self.use_cache = True
+
+    def take_tree(self, path: str, raw: bytes) -> ast.Module | None:
+        """Return the tree of ``path`` that :meth:`prepare` parsed while summarizing it, when it parsed
+        exactly the bytes ``raw`` (else ``None``: the caller parses ``raw`` itself), and forget it: a
+        kept tree serves one check. The summarizers only read trees, so the tree is the one
+        ``ast.parse`` gives for the same text."""
+        if not self._trees:
+            return None
+        kept = self._trees.pop(os.path.abspath(path), None)
+        if kept is None:
+            return None
+        self._tree_bytes -= len(kept[0])
+        return kept[1] if kept[0] == raw else None
+
+    def release_trees(self) -> None:
+        """Forget every tree kept by :meth:`prepare` that no check took."""
+        self._trees.clear()
+        self._tree_bytes = 0
+
+    def _keep_tree(self, path: str, raw: bytes, tree: ast.Module) -> None:
+        old = self._trees.get(path)
+        if old is not None:
+            self._tree_bytes -= len(old[0])
+        self._trees[path] = (raw, tree)
+        self._tree_bytes += len(raw)
 
     def fingerprint(self, path: str, facts: Sequence[ProjectFacts]) -> str:
         """The fingerprint of the project holding ``path`` as ``facts`` see it: the walked file set and
@@ -434,14 +472,14 @@ class Project:
             self.notes.append(text)
 
     # ------------------------------------------------------------------ building
-    def _build(self, root: Path, facts: Sequence[ProjectFacts]) -> dict[str, Any]:
+    def _build(self, root: Path, facts: Sequence[ProjectFacts], keep: frozenset[str] = frozenset()) -> dict[str, Any]:
         with gc_paused():
-            built = self._build_unpaused(root, facts)
+            built = self._build_unpaused(root, facts, keep)
             if self.freeze_after_build:  # before the collector is back: it never walks what was built
                 gc.freeze()
             return built
 
-    def _build_unpaused(self, root: Path, facts: Sequence[ProjectFacts]) -> dict[str, Any]:
+    def _build_unpaused(self, root: Path, facts: Sequence[ProjectFacts], keep: frozenset[str]) -> dict[str, Any]:
         root = Path(os.path.abspath(root))
         scan, manifest = self._scan(root, facts)
         cache_file = cache_path(root, self.cache_folder(root), facts) if self.use_cache else None
@@ -464,7 +502,7 @@ class Project:
             for f in scan.files:
                 f.raw = None  # the bytes of hashed files are not needed (a rebuild reads them again)
             return ready
-        built = self._build_from_summaries(root, facts, scan, manifest, cache_file, rest)
+        built = self._build_from_summaries(root, facts, scan, manifest, cache_file, rest, keep)
         built.update(ready)
         return built
 
@@ -478,9 +516,11 @@ class Project:
         return rebuild
 
     def _build_from_summaries(self, root: Path, facts: Sequence[ProjectFacts], scan: Scan, manifest: dict,
-                              cache_file: str | None, build: Sequence[ProjectFacts]) -> dict[str, Any]:
+                              cache_file: str | None, build: Sequence[ProjectFacts],
+                              keep: frozenset[str] = frozenset()) -> dict[str, Any]:
         """Build the kinds ``build`` from every file's summaries (cached or computed; the cache
-        holds the summaries of every kind of ``facts``)."""
+        holds the summaries of every kind of ``facts``); the trees of the files of ``keep`` parsed
+        in this process are kept (see :meth:`prepare`)."""
         summaries = read_summaries(cache_file, root, facts) if cache_file else {}
         stats = dict(scan.stats)
         slots: list[dict | None] = []
@@ -506,6 +546,9 @@ class Project:
             slots.append(None)
             reuse.append(None)
         if pending:
+            workers = self.jobs if len(pending) >= MIN_PARALLEL else 1
+            keep = keep if workers == 1 else frozenset()  # a worker process's trees die with it
+
             def summarize_one(item: tuple[int, ScannedFile]) -> dict | None:
                 f = item[1]
                 raw = f.raw
@@ -516,10 +559,12 @@ class Project:
                         return False
                     if content_digest(raw) != f.digest:  # changed since the scan: not cached
                         return False
-                return summarize_file(f.path, raw, facts)
+                sink = None
+                if f.path in keep and self._tree_bytes + len(raw) <= self.keep_trees_budget:
+                    sink = partial(self._keep_tree, f.path, raw)
+                return summarize_file(f.path, raw, facts, sink)
 
-            results = parallel_map(summarize_one, pending, self.jobs if len(pending) >= MIN_PARALLEL else 1,
-                                   on_dead=lambda item: None)
+            results = parallel_map(summarize_one, pending, workers, on_dead=lambda item: None)
             for (slot, f), summary in zip(pending, results):
                 stats["parsed"] += 1
                 if summary is None or summary is False:
@@ -594,17 +639,22 @@ MIN_PARALLEL = 64
 """Fewer files than this to summarize: no process pool (starting one costs more)."""
 
 
-def summarize_file(path: str, raw: bytes, facts: Sequence[ProjectFacts]) -> dict[str, Any] | None | bool:
+def summarize_file(path: str, raw: bytes, facts: Sequence[ProjectFacts],
+                   keep_tree: Callable[[ast.Module], None] | None = None) -> dict[str, Any] | None | bool:
     """Decode and parse ``raw`` once and return ``{facts.key: summary}``; ``None`` when the file
     cannot be decoded or parsed; ``False`` when that takes longer than the per-file time budget or
-    runs out of stack or memory (a failure that may not happen again: not cached)."""
+    runs out of stack or memory (a failure that may not happen again: not cached). ``keep_tree``:
+    called with the tree once every summary is made."""
     try:
         with time_budget(DEFAULT_TIMEOUT):
             text = SourceFile.from_bytes(path, raw).text
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tree = ast.parse(text, filename=path)
-            return {f.key: f.summarize(tree, path) for f in facts}
+            summaries = {f.key: f.summarize(tree, path) for f in facts}
+            if keep_tree is not None:
+                keep_tree(tree)
+            return summaries
     except (AnalysisTimeout, RecursionError, MemoryError):
         return False
     except (SourceDecodeError, SyntaxError, ValueError, OSError):

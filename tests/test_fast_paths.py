@@ -115,3 +115,95 @@ def test_parallel_index_build_equals_serial(tmp_path):
     cold = ClassIndex.for_root(root, cache_dir=str(cache), jobs=2)
     warm = ClassIndex.for_root(root, cache_dir=str(cache))
     assert cold.files == list(warm.files) == serial.files and warm.stats["parsed"] == 0
+
+
+# ---------------------------------------------------------------------- one parse per file in a cold check
+_FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _dump(tree: ast.AST) -> str:
+    return ast.dump(tree, include_attributes=True)
+
+
+def test_summarizers_leave_trees_unchanged():
+    """A tree kept from the project build is handed to the check: no summarizer may change it."""
+    from hp_invariants.registry import RULES
+
+    kinds = list({id(r.project_facts): r.project_facts for r in RULES if r.project_facts is not None}.values())
+    assert len(kinds) == 2
+    files = sorted(_FIXTURES.rglob("*.py"))
+    assert len(files) > 100
+    for path in files:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError:
+            continue
+        before = _dump(tree)
+        for kind in kinds:
+            kind.summarize(tree, str(path))
+        assert _dump(tree) == before, path
+
+
+def _cold_check(root: Path, cache: Path, budget: int, monkeypatch) -> tuple[list, list[str], object]:
+    from hp_invariants import engine
+    from hp_invariants.config import Overrides, Resolver
+    from hp_invariants.registry import RULES
+
+    parsed: list[str] = []
+    real_parse = engine.parse
+
+    def counting_parse(source):
+        parsed.append(os.path.basename(source.path))
+        return real_parse(source)
+
+    monkeypatch.setattr(engine, "parse", counting_parse)
+    session = engine.default_session(Resolver(RULES, Overrides(cache_dir=str(cache))), cache_dir=str(cache))
+    session.project.keep_trees_budget = budget
+    result = engine.run_check(session, [str(root)])
+    monkeypatch.setattr(engine, "parse", real_parse)
+    findings = [(os.path.basename(f.path), f.line, f.col, f.rule_id, f.message) for f in result.findings]
+    return findings, parsed, session.project
+
+
+def test_cold_check_parses_each_file_once(tmp_path, monkeypatch):
+    """A cold ``check`` hands the trees the project build parsed to the check (same findings as parsing
+    again), within the budget of source bytes; none are left over after the run."""
+    import shutil
+
+    root = tmp_path / "proj"
+    shutil.copytree(_FIXTURES / "shard-gated-reset" / "checker" / "cross_file_gate_project", root)
+    (root / "trainlib" / "view.py").write_text(
+        "class P:\n    def __init__(self, t):\n        self.p = t\n"
+        "    def bad(self):\n        self.p._local_tensor = self.p._local_tensor.view(-1)\n"
+        "        self.missing_m()\n\n\ndef make(t):\n    return P(t).bad()\n")
+    reference, parsed_all, _ = _cold_check(root, tmp_path / "c0", 0, monkeypatch)
+    assert {f[3] for f in reference} == {"E9501", "E9502", "E9503"}
+    assert sorted(parsed_all) == ["build.py", "dims.py", "view.py"]  # not the empty __init__.py
+
+    kept, parsed, project = _cold_check(root, tmp_path / "c1", project_module.KEEP_TREES_BUDGET, monkeypatch)
+    assert kept == reference and parsed == []
+    assert project._trees == {} and project._tree_bytes == 0
+
+    build = root / "trainlib" / "build.py"  # the first file walked that is checked; budget: its size
+    some, parsed_some, _ = _cold_check(root, tmp_path / "c2", build.stat().st_size, monkeypatch)
+    assert some == reference and sorted(parsed_some) == ["dims.py", "view.py"]
+
+    warm, parsed_warm, _ = _cold_check(root, tmp_path / "c1", project_module.KEEP_TREES_BUDGET, monkeypatch)
+    assert warm == reference and parsed_warm == []  # results cached: nothing parsed at all
+
+
+def test_a_kept_tree_serves_only_the_bytes_it_was_parsed_from(tmp_path):
+    root = _project(tmp_path / "proj", 3)
+    from hp_invariants.rules.undefined_method_call.index import ClassIndexFacts
+
+    project = project_module.Project(use_cache=False)
+    target = root / "pkg" / "m000.py"
+    project.prepare(str(target), [ClassIndexFacts()], keep=[str(target), str(root / "pkg" / "sub" / "m001.py")])
+    assert set(project._trees) == {str(target), str(root / "pkg" / "sub" / "m001.py")}
+    raw = target.read_bytes()
+    assert project.take_tree(str(target), raw + b"\n") is None  # other bytes: parse them, and forget the tree
+    assert project.take_tree(str(target), raw) is None
+    tree = project.take_tree(os.path.relpath(root / "pkg" / "sub" / "m001.py"),
+                             (root / "pkg" / "sub" / "m001.py").read_bytes())
+    assert tree is not None and _dump(tree) == _dump(ast.parse((root / "pkg" / "sub" / "m001.py").read_text()))
+    assert project._trees == {} and project._tree_bytes == 0
