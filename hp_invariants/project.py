@@ -50,6 +50,7 @@ import sys
 import time
 import warnings
 from functools import partial
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -121,7 +122,9 @@ class ProjectFacts:
 
     def encode_built(self, data: Any) -> Any:
         """Return the project object ``data`` (what :meth:`build` returned) as plain JSON data
-        (only called when :attr:`caches_built`)."""  # pragma: no cover - optional
+        (only called when :attr:`caches_built`). A value of the top-level dict may be a
+        :class:`TextTable`: it is stored raw after the JSON part and comes back to
+        :meth:`decode_built` as a :class:`StoredTexts`."""  # pragma: no cover - optional
         raise NotImplementedError
 
     def decode_built(self, plain: Any, rebuild: Callable[[], Any]) -> Any:
@@ -150,10 +153,88 @@ class ProjectFacts:
         return False
 
 
+class TextTable:
+    """Part of a project object's plain form (:meth:`ProjectFacts.encode_built`) whose items are
+    JSON texts, each decoded only when read: a map (``keys``, one per text) or a list (``keys``
+    ``None``). The built-object cache stores the texts after its JSON part, raw (not as JSON strings:
+    reading the file then decodes none of them); :meth:`ProjectFacts.decode_built` receives them as a
+    :class:`StoredTexts`. Texts must be ASCII (compact JSON with ``ensure_ascii``)."""
+
+    __slots__ = ("texts", "keys")
+
+    def __init__(self, texts: list[str], keys: list[str] | None = None):
+        if keys is not None and len(keys) != len(texts):
+            raise ValueError("one key per text expected")
+        self.texts = texts
+        self.keys = keys
+
+
+class StoredTexts:
+    """The texts of a :class:`TextTable` read back from a cache file: a read-only map ``key -> JSON
+    text`` (``get``, ``in``, ``len``, iteration over the keys) or, without keys, a sequence of texts
+    (``[i]``, ``len``). A text is sliced out of the file's bytes when asked for (as ``bytes``, which
+    :func:`json.loads` reads)."""
+
+    __slots__ = ("_raw", "_base", "_ends", "_keys", "_where")
+
+    def __init__(self, raw: bytes, base: int, ends: list[int], keys: list[str] | None):
+        """``ends``: the end of each text in ``raw``, counted from ``base`` (where the first one starts)."""
+        self._raw = raw
+        self._base = base
+        self._ends = ends
+        self._keys = keys
+        self._where = dict(zip(keys, range(len(keys)))) if keys is not None else None
+
+    @classmethod
+    def from_header(cls, header: dict, raw: bytes, base: int) -> "StoredTexts":
+        """The table that :func:`write_built` described by ``header`` in a file of bytes ``raw`` whose
+        payload starts at ``base``; raises ``TypeError``/``ValueError`` when the description does not
+        fit (offsets not ascending ints within the payload, keys not strings, counts differing)."""
+        count, keys, at, ends = header.get("@texts"), header.get("keys"), header.get("at"), header.get("ends")
+        if type(count) is not int or type(at) is not int or type(ends) is not list or len(ends) != count \
+                or (ends and not set(map(type, ends)) <= {int}):
+            raise TypeError("text offsets expected")
+        if at < 0 or (ends and (ends[0] < 0 or base + at + ends[-1] > len(raw) or ends != sorted(ends))):
+            raise ValueError("text offsets out of order or range")
+        if keys is not None and (type(keys) is not list or len(keys) != count
+                                 or (keys and not set(map(type, keys)) <= {str})):
+            raise TypeError("one string key per text expected")
+        return cls(raw, base + at, ends, keys)
+
+    @property
+    def keyed(self) -> bool:
+        """True for a map (texts by key), False for a list."""
+        return self._keys is not None
+
+    def _text(self, i: int) -> bytes:
+        start = self._ends[i - 1] if i else 0
+        return self._raw[self._base + start:self._base + self._ends[i]]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The text of ``key``, else ``default``."""
+        i = self._where.get(key) if self._where is not None else None
+        return default if i is None else self._text(i)
+
+    def __getitem__(self, i: int) -> bytes:
+        if self._where is not None:
+            raise TypeError("a keyed table is read with get()")
+        return self._text(i)
+
+    def __contains__(self, key: object) -> bool:
+        return self._where is not None and key in self._where
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys if self._keys is not None else ())
+
+
 class LazyMap:
     """A read-only map whose values stay JSON text until first read (then decoded and kept).
 
-    ``texts``: ``key -> JSON text``; ``decode(key, parsed value)``: what the map gives for it,
+    ``texts``: ``key -> JSON text`` (a dict, or the :class:`StoredTexts` of a cache file);
+    ``decode(key, parsed value)``: what the map gives for it,
     raising ``ValueError``/``TypeError`` when it is malformed; ``recover(key, default)``: the value
     to give instead when a text turns out malformed (from the object rebuilt without the cache: see
     :meth:`ProjectFacts.decode_built`). A project object read back from the cache this way decodes
@@ -163,7 +244,7 @@ class LazyMap:
 
     __slots__ = ("_texts", "_decode", "_values", "_recover")
 
-    def __init__(self, texts: dict[str, str], decode: Callable[[str, Any], Any],
+    def __init__(self, texts: "dict[str, str] | StoredTexts", decode: Callable[[str, Any], Any],
                  recover: Callable[[str, Any], Any]):
         self._texts = texts
         self._decode = decode
@@ -172,9 +253,13 @@ class LazyMap:
 
     @classmethod
     def from_cache(cls, texts: Any, decode: Callable[[str, Any], Any], recover: Callable[[str, Any], Any]) -> "LazyMap":
-        """A map over ``texts`` read from a cache file: raises ``TypeError`` unless it is a dict of
-        strings (checked at C speed; each text is checked when decoded)."""
-        if type(texts) is not dict or (texts and not set(map(type, texts.values())) <= {str}):
+        """A map over ``texts`` read from a cache file: raises ``TypeError`` unless it is a keyed
+        :class:`StoredTexts` or a dict of strings (checked at C speed; each text is checked when
+        decoded)."""
+        if isinstance(texts, StoredTexts):
+            if not texts.keyed:
+                raise TypeError("a keyed table of JSON texts expected")
+        elif type(texts) is not dict or (texts and not set(map(type, texts.values())) <= {str}):
             raise TypeError("a map of JSON texts expected")
         return cls(texts, decode, recover)
 
@@ -805,15 +890,26 @@ def read_json(path: str, tag: str, root: Path) -> dict | None:
     """Return the ``data`` of the cache file ``path`` when it is a JSON object of this ``tag`` and
     ``root``; ``None`` when missing, unreadable, malformed or of another version or root. Plain
     :func:`json.loads`: nothing in the file can run code."""
+    found = read_json_with_payload(path, tag, root)
+    return None if found is None else found[0]
+
+
+def read_json_with_payload(path: str, tag: str, root: Path) -> tuple[dict, bytes, int] | None:
+    """:func:`read_json` of a cache file that :func:`write_json` may have written with a payload:
+    ``(data, the file's bytes, offset of the payload in them)`` (the offset is the length of the
+    bytes when there is none)."""
     try:
         with open(path, "rb") as handle:
-            loaded = json.loads(handle.read())
+            raw = handle.read()
+        end = raw.find(b"\n")  # compact JSON holds no raw newline: one ends the JSON part
+        end = len(raw) if end < 0 else end
+        loaded = json.loads(raw[:end] if end < len(raw) else raw)
     except (OSError, ValueError, RecursionError, MemoryError):
         return None
     if not isinstance(loaded, dict) or loaded.get("format") != CACHE_FORMAT or loaded.get("tag") != tag \
             or loaded.get("root") != str(root) or not isinstance(loaded.get("data"), dict):
         return None
-    return loaded["data"]
+    return loaded["data"], raw, min(end + 1, len(raw))
 
 
 def _valid_stat_entry(entry: Any) -> bool:
@@ -860,11 +956,14 @@ def read_built(path: str, root: Path, facts: ProjectFacts, fingerprint: str,
     ``facts`` next to the manifest ``path`` when it was written for the project ``fingerprint``;
     ``None`` when missing, of another fingerprint, version or root, or malformed. ``rebuild``: see
     :meth:`ProjectFacts.decode_built`."""
-    data = read_json(_built_path(path, facts), cache_tag([facts]), root)
-    if data is None or data.get("fingerprint") != fingerprint or type(data.get("failed")) is not int:
+    found = read_json_with_payload(_built_path(path, facts), cache_tag([facts]), root)
+    if found is None:
+        return None
+    data, raw, base = found
+    if data.get("fingerprint") != fingerprint or type(data.get("failed")) is not int:
         return None
     try:
-        return facts.decode_built(data.get("object"), rebuild), data["failed"]
+        return facts.decode_built(join_text_tables(data.get("object"), raw, base), rebuild), data["failed"]
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
         return None
 
@@ -873,11 +972,42 @@ def write_built(path: str, root: Path, facts: ProjectFacts, fingerprint: str, bu
     """Write the project object ``built`` of ``facts`` (:meth:`ProjectFacts.encode_built`) for the
     project ``fingerprint`` next to the manifest ``path``; nothing when it has no plain form."""
     try:
-        plain = facts.encode_built(built)
-    except (NotImplementedError, TypeError, ValueError):
+        plain, payload = split_text_tables(facts.encode_built(built))
+    except (NotImplementedError, TypeError, ValueError, UnicodeEncodeError):
         return
     write_json(_built_path(path, facts), cache_tag([facts]), root,
-               {"fingerprint": fingerprint, "failed": failed, "object": plain})
+               {"fingerprint": fingerprint, "failed": failed, "object": plain}, payload)
+
+
+def split_text_tables(plain: Any) -> tuple[Any, bytes]:
+    """``plain`` (a project object's plain form) with each :class:`TextTable` value of its top-level
+    dict replaced by its description (count, keys, end offsets), and the bytes of all their texts
+    in order (the payload :func:`write_json` appends). Raises ``UnicodeEncodeError`` for a text
+    that is not ASCII."""
+    if type(plain) is not dict:
+        return plain, b""
+    payload: list[bytes] = []
+    size = 0
+    header: dict[str, Any] = {}
+    for key, value in plain.items():
+        if isinstance(value, TextTable):
+            texts = [t.encode("ascii") for t in value.texts]
+            ends = list(accumulate(map(len, texts)))  # relative to the table's start, ``at``
+            value = {"@texts": len(texts), "keys": value.keys, "at": size, "ends": ends}
+            size += ends[-1] if ends else 0
+            payload.extend(texts)
+        header[key] = value
+    return header, b"".join(payload)
+
+
+def join_text_tables(plain: Any, raw: bytes, base: int) -> Any:
+    """The inverse of :func:`split_text_tables` for a file of bytes ``raw`` whose payload starts at
+    ``base``: each table description becomes a :class:`StoredTexts` (see
+    :meth:`StoredTexts.from_header` for the errors raised)."""
+    if type(plain) is not dict:
+        return plain
+    return {k: StoredTexts.from_header(v, raw, base) if type(v) is dict and "@texts" in v else v
+            for k, v in plain.items()}
 
 
 def write_project_cache(path: str, root: Path, facts: Sequence[ProjectFacts], scan: Scan,
@@ -925,14 +1055,15 @@ def prepare_cache_dir(folder: str) -> None:
         _write_atomically(os.path.join(folder, name), text.encode())
 
 
-def write_json(path: str, tag: str, root: Path, data: Any) -> None:
-    """Write ``data`` as a cache file atomically (temp file + rename); a read-only location only
+def write_json(path: str, tag: str, root: Path, data: Any, payload: bytes = b"") -> None:
+    """Write ``data`` as a cache file atomically (temp file + rename), followed by a newline and
+    ``payload`` when there is one (see :func:`read_json_with_payload`); a read-only location only
     costs speed (nothing is raised)."""
     try:
         prepare_cache_dir(os.path.dirname(path))
         body = json.dumps({"format": CACHE_FORMAT, "tag": tag, "root": str(root), "data": data},
                           separators=(",", ":"), ensure_ascii=True).encode("ascii")
-        _write_atomically(path, body)
+        _write_atomically(path, body + b"\n" + payload if payload else body)
     except (OSError, ValueError, TypeError):
         pass
 

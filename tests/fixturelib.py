@@ -108,3 +108,40 @@ def unexcluded_config(tmp_path: Path) -> Path:
     config = tmp_path / "pyproject.toml"
     config.write_text("[tool.hp-invariants]\n")
     return config
+
+
+def read_cache_file(path: Path) -> dict:
+    """The JSON part of a cache file of ours (a built-object file has its text tables after it),
+    with each text table of a built object's top level read back as a dict (keys) or list of str:
+    an independent reader of the layout :func:`hp_invariants.project.split_text_tables` writes."""
+    import json
+
+    head, _, payload = path.read_bytes().partition(b"\n")
+    data = json.loads(head)
+    plain = data["data"].get("object")
+    if isinstance(plain, dict):
+        for key, value in plain.items():
+            if isinstance(value, dict) and "@texts" in value:
+                at = value["at"]
+                starts = [0, *value["ends"][:-1]]
+                texts = [payload[at + a:at + b].decode("ascii") for a, b in zip(starts, value["ends"])]
+                plain[key] = texts if value["keys"] is None else dict(zip(value["keys"], texts))
+    return data
+
+
+def write_cache_file(path: Path, data: dict, tables: tuple[str, ...] = ()) -> None:
+    """Write ``data`` (as :func:`read_cache_file` gives it) back; the values of the built object
+    named in ``tables`` (dicts or lists of JSON texts) are written as text tables."""
+    import json
+
+    from hp_invariants.project import TextTable, split_text_tables
+
+    plain = dict(data["data"].get("object") or {})
+    for key in tables:
+        value = plain[key]
+        plain[key] = TextTable(list(value.values()), list(value)) if isinstance(value, dict) else TextTable(list(value))
+    header, payload = split_text_tables(plain)
+    if tables:
+        data = {**data, "data": {**data["data"], "object": header}}
+    body = json.dumps(data, separators=(",", ":")).encode("ascii")
+    path.write_bytes(body + b"\n" + payload if payload else body)

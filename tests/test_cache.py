@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fixturelib import read_cache_file
 from hp_invariants import engine
 from hp_invariants import project as project_module
 from hp_invariants.cli import main
@@ -114,7 +115,7 @@ def test_planted_pickle_cache_runs_nothing_and_is_rebuilt(tmp_path):
     assert code == 1 and [f["message"].split(":")[0] for f in findings] == ["'Child' object has no attribute 'step'"]
     # rebuilt as JSON
     for path in planted:
-        assert json.loads(path.read_text())["format"] == project_module.CACHE_FORMAT
+        assert read_cache_file(path)["format"] == project_module.CACHE_FORMAT
 
 
 def test_crafted_json_cache_is_ignored(tmp_path):
@@ -122,7 +123,7 @@ def test_crafted_json_cache_is_ignored(tmp_path):
     cache = tmp_path / "cache"
     assert _check(root, cache) == (0, [])
     for path in cache.glob("*.json"):
-        data = json.loads(path.read_text())
+        data = read_cache_file(path)
         if path.name.endswith(".summaries.json"):  # right tag and root, wrong shapes inside
             data["data"] = {rel: [entry[0], entry[1], {"class-index": [1, [2], {"x": 3}]}]
                             for rel, entry in data["data"].items()}
@@ -576,3 +577,64 @@ def test_results_follow_a_helper_that_becomes_must_run_in_another_file(tmp_path)
     # __init__.py, which the prefilter skipped, is reused (the helper names are the same); fsdp.py
     # changed; recipe.py, which E9502 checked, depends on every E9502 fact and is checked again
     assert session.results.stats == {"hits": 1, "misses": 2}
+
+
+# ---------------------------------------------------------------------- text tables of built objects
+def test_text_tables_round_trip_and_reject_bad_descriptions():
+    from hp_invariants.project import StoredTexts, TextTable, join_text_tables, split_text_tables
+
+    plain = {"paths": ["a.py"], "named": TextTable(['[1,"x"]', "{}", "[]"], ["f", "g", "h"]),
+             "empty": TextTable([]), "listed": TextTable(["[2]", '"y"'])}
+    header, payload = split_text_tables(plain)
+    assert header["paths"] == ["a.py"]
+    assert header["named"] == {"@texts": 3, "keys": ["f", "g", "h"], "at": 0, "ends": [7, 9, 11]}
+    assert header["listed"] == {"@texts": 2, "keys": None, "at": 11, "ends": [3, 6]} and payload == b'[1,"x"]{}[][2]"y"'
+    raw = b"JSON-PART\n" + payload
+    back = join_text_tables(header, raw, 10)
+    named, listed = back["named"], back["listed"]
+    assert isinstance(named, StoredTexts) and named.keyed and not listed.keyed
+    assert [json.loads(named.get(k)) for k in named] == [[1, "x"], {}, []] and named.get("zz", 5) == 5
+    assert "g" in named and "zz" not in named and len(named) == 3 and len(back["empty"]) == 0
+    assert [json.loads(listed[i]) for i in range(len(listed))] == [[2], "y"]
+    assert listed.get("x") is None and "x" not in listed and list(listed) == []
+    with pytest.raises(TypeError):
+        named[0]
+    for bad in ({"@texts": 2, "keys": None, "at": 0, "ends": [1]}, {"@texts": 1, "keys": None, "at": 0, "ends": ["1"]},
+                {"@texts": 2, "keys": None, "at": 0, "ends": [3, 2]}, {"@texts": 1, "keys": None, "at": 0, "ends": [99]},
+                {"@texts": 1, "keys": None, "at": 16, "ends": [2]}, {"@texts": 1, "keys": None, "at": -1, "ends": [1]},
+                {"@texts": 1, "keys": None, "at": 0, "ends": [-1]}, {"@texts": 1, "keys": None, "ends": [1]},
+                {"@texts": 1, "keys": ["a", "b"], "at": 0, "ends": [1]}, {"@texts": 1, "keys": [1], "at": 0, "ends": [1]},
+                {"@texts": "1", "keys": None, "at": 0, "ends": [1]}):
+        with pytest.raises((TypeError, ValueError)):
+            StoredTexts.from_header(bad, raw, 10)
+    with pytest.raises(UnicodeEncodeError):
+        split_text_tables({"t": TextTable(['"\u00e9"'])})
+
+
+def test_a_truncated_built_object_is_rebuilt(tmp_path):
+    from hp_invariants.project import Project
+
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    assert _check(root, cache) == (0, [])
+    built = sorted(cache.glob("*.built.*.json"))
+    assert len(built) == 2 and all(b"\n" in path.read_bytes() for path in built)  # JSON part, then the texts
+    kinds = list({id(r.project_facts): r.project_facts for r in RULES if r.project_facts is not None}.values())
+    first = Project(cache_dir=str(cache))
+    expected = {f.key: f.encode_built(first.data_for_root(f, root)) for f in kinds}
+    for path in built:
+        path.write_bytes(path.read_bytes()[:-3])  # the last texts cut short
+    again = Project(cache_dir=str(cache))
+    for facts in kinds:
+        got = facts.encode_built(again.data_for_root(facts, root))
+        assert [vars_of(got[k]) for k in got] == [vars_of(expected[facts.key][k]) for k in got]
+    assert again.stats["parsed"] == 0  # rebuilt from the cached summaries
+    assert all(Project(cache_dir=str(cache)).data_for_root(f, root) is not None for f in kinds)
+    assert [path.read_bytes() for path in built] != [b""] * 2 and all(
+        read_cache_file(path)["data"]["object"] for path in built)  # written whole again
+
+
+def vars_of(value):
+    from hp_invariants.project import TextTable
+
+    return (value.texts, value.keys) if isinstance(value, TextTable) else value

@@ -464,21 +464,22 @@ def test_cached_project_index_answers_as_the_built_one(tmp_path):
 
 
 def test_a_malformed_entry_of_the_cached_index_is_rebuilt_not_trusted(tmp_path):
-    import json
+    from fixturelib import read_cache_file, write_cache_file
 
     root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES})
     cache = tmp_path / "cache"
     expected = [(f.line, f.args) for f in _check_project(root, "train.py", cache)]
     assert len(expected) == 1
     [built] = cache.glob("*.built.shard-gates.json")
-    data = json.loads(built.read_text())
+    data = read_cache_file(built)
+    assert data["data"]["object"]["functions"]["apply_fsdp"].startswith("[[")  # stored as text tables
     data["data"]["object"]["functions"]["apply_fsdp"] = '[["not", "a", "def", 0]]'
     data["data"]["object"]["callers"]["fully_shard"] = '{"not": "a list"}'
-    built.write_text(json.dumps(data))
+    write_cache_file(built, data, ("functions", "callers", "attr_other"))
     assert [(f.line, f.args) for f in _check_project(root, "train.py", cache)] == expected
-    assert "not a list" not in built.read_text()  # and the cache holds the rebuilt index again
+    assert b"not a list" not in built.read_bytes()  # and the cache holds the rebuilt index again
     data["data"]["object"] = {"paths": [3], "functions": {"x": 4}}  # malformed as a whole
-    built.write_text(json.dumps(data))
+    write_cache_file(built, data)
     assert [(f.line, f.args) for f in _check_project(root, "train.py", cache)] == expected
 
 

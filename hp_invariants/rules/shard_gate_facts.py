@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from hp_invariants.astutil import EXITS, child_bodies, child_nodes, dotted_name, last_name, walk_function_body
-from hp_invariants.project import LazyMap, ProjectFacts
+from hp_invariants.project import LazyMap, ProjectFacts, TextTable
 
 FACTS_VERSION = 4
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
@@ -480,14 +480,15 @@ class ShardGateIndex:
             returns = "null" if f.returns is None else _json(f.returns)
             return f"[{n},{flags},{returns},{_strings_json(sorted(f.calls))}]"
 
+        functions, callers, attr_other = self.functions.items(), self.callers().items(), self.attr_other.items()
         return {
             "paths": self.paths,
-            "functions": {name: "[" + ",".join([definition(n, f) for n, f in defs]) + "]"
-                          for name, defs in self.functions.items()},
-            "callers": {callee: _strings_json(names) for callee, names in self.callers().items()},
+            "functions": TextTable(["[" + ",".join([definition(n, f) for n, f in defs]) + "]" for _, defs in functions],
+                                   [name for name, _ in functions]),
+            "callers": TextTable([_strings_json(names) for _, names in callers], [callee for callee, _ in callers]),
             "attr_values": [[attr, n, value] for attr, values in self.attr_values.items() for n, value in values],
-            "attr_other": {attr: "[" + ",".join(map(str, sorted(numbers))) + "]"
-                           for attr, numbers in self.attr_other.items()},
+            "attr_other": TextTable(["[" + ",".join(map(str, sorted(numbers))) + "]" for _, numbers in attr_other],
+                                    [attr for attr, _ in attr_other]),
         }
 
     @classmethod

@@ -27,7 +27,7 @@ from typing import Iterable, NamedTuple
 
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
                                    string_value, walk_nodes)
-from hp_invariants.project import LazyMap, ProjectFacts, content_digest
+from hp_invariants.project import LazyMap, ProjectFacts, StoredTexts, TextTable, content_digest
 
 FORMAT_VERSION = 9
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
@@ -878,15 +878,17 @@ class ClassIndex:
         children = self._children if self._children is not None else self._children_table()
         name_children = self._name_children if self._name_children is not None else self._name_children_table()
         uses = self._uses_by_name if self._uses_by_name is not None else self._uses_table()
+        uses_items = list(uses.items())
         dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
         return {
             "root": str(self.root), "paths": self.paths, "digests": [d.hex() for d in self.digests],
-            "modules": [f.module for f in self.files], "files": [dumps(_encode_fields(f)) for f in self.files],
+            "modules": [f.module for f in self.files],
+            "files": TextTable([dumps(_encode_fields(f)) for f in self.files]),
             "patched": {owner: sorted(attrs) for owner, attrs in patched.items()},
             "stores": {attr: [list(e) for e in entries] for attr, entries in stores.items()},
             "children": [[i, q, [list(c) for c in subs]] for (i, q), subs in children.items()],
             "name_children": {name: [list(c) for c in subs] for name, subs in name_children.items()},
-            "uses": {name: dumps(entries) for name, entries in uses.items()},
+            "uses": TextTable([dumps(entries) for _, entries in uses_items], [name for name, _ in uses_items]),
             "class_names": self._class_names,
         }
 
@@ -899,7 +901,9 @@ class ClassIndex:
         answers from those from then on."""
         if type(data) is not dict:
             raise TypeError("index expected")
-        paths, modules, texts = _strs(data["paths"]), _strs(data["modules"]), _strs(data["files"])
+        paths, modules, texts = _strs(data["paths"]), _strs(data["modules"]), data["files"]
+        if not (isinstance(texts, StoredTexts) and not texts.keyed):
+            texts = _strs(texts)
         digests = [bytes.fromhex(d) for d in _strs(data["digests"])]
         if not len(paths) == len(modules) == len(texts) == len(digests):
             raise ValueError("index lists of different lengths")
@@ -1344,7 +1348,7 @@ class _LazyFiles:
 
     __slots__ = ("_texts", "_items", "_recover")
 
-    def __init__(self, texts: list[str], recover) -> None:
+    def __init__(self, texts: "list[str] | StoredTexts", recover) -> None:
         self._texts = texts
         self._items: list[FileSummary | None] = [None] * len(texts)
         self._recover = recover
