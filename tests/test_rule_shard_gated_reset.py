@@ -738,3 +738,57 @@ def test_names_are_written_as_json_whatever_they_hold():
     for items in ([], ["a"], ["fully_shard", "apply_fsdp"], ["é", "名前"], ['a"b'], ["a\\b"], ["t\tab"], ["\x01", "x"],
                   ['"', '"']):
         assert json.loads(_strings_json(items)) == items
+
+
+def test_the_checked_file_is_known_in_the_index_by_a_relative_path_too(tmp_path, monkeypatch):
+    """The index's entries of the file being checked are its own (not another file's) whatever form
+    its path takes: an edit not saved that drops the file's only other store of ``self.need`` leaves
+    the base class's degree comparison as the one store, so ``if self.need`` gates the step."""
+    from hp_invariants.project import Project
+
+    root = _project(tmp_path, {
+        "base.py": """
+            class Base:
+                def __init__(self, world_size):
+                    self.need = world_size > 1
+            """,
+        "engine.py": """
+            from base import Base
+
+            class Engine(Base):
+                def reset(self):
+                    self.need = compute()
+
+                def setup(self, model):
+                    if self.need:
+                        fully_shard(model)
+            """})
+    edited = (root / "engine.py").read_text().replace("self.need = compute()", "pass").encode()
+    monkeypatch.chdir(root)
+    for path in ("engine.py", str(root / "engine.py")):
+        session = session_for_rules([RULE], None, Project(use_cache=False))
+        assert session.check_bytes(path, (root / "engine.py").read_bytes()).findings == []  # as saved: no gate
+        assert [f.line for f in session.check_bytes(path, edited).findings] == [10], path
+
+
+def test_the_checked_file_s_facts_come_from_the_index_when_its_bytes_are_indexed(tmp_path):
+    from hp_invariants.project import Project
+    from hp_invariants.rules import shard_gate_facts as facts
+
+    root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES, "broken.py": "def (:\n"})
+    cache = tmp_path / "cache"
+    built = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
+    read = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
+    assert isinstance(read.files, facts._LazySummaries)  # read back from the cache
+    for name in ("helpers.py", "train.py"):
+        path = root / name
+        raw = path.read_bytes()
+        expected = facts.summarize(ast.parse(raw))
+        assert built.file_facts(str(path), raw) == read.file_facts(str(path), raw) == expected
+        assert built.file_facts(str(path), raw + b"\n") is None and read.file_facts(str(path), raw + b"\n") is None
+    assert built.file_facts(str(root / "broken.py"), b"def (:\n") is None  # not parsed: not indexed
+    assert built.file_facts(str(tmp_path / "elsewhere.py"), b"") is None
+    read.files._texts = [b"[1]"] * len(read.files)  # malformed texts: the tree is summarized instead
+    read.files._items.clear()
+    assert read.file_facts(str(root / "train.py"), (root / "train.py").read_bytes()) is None
+    assert _check_project(root, "train.py", cache) == _check_project(root, "train.py")

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from hp_invariants.astutil import EXITS, child_bodies, child_nodes, dotted_name, last_name, walk_function_body
-from hp_invariants.project import LazyMap, ProjectFacts, TextTable
+from hp_invariants.project import LazyMap, ProjectFacts, StoredTexts, TextTable, content_digest
 
 FACTS_VERSION = 4
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
@@ -454,15 +455,18 @@ class ShardGateIndex:
     :class:`LazyMap` objects with the same ``get``/``[]`` answers.
     """
 
-    def __init__(self, paths: Iterable[str], summaries: Iterable[FileFacts]):
+    def __init__(self, paths: Iterable[str], summaries: Iterable[FileFacts], digests: Iterable[bytes] = ()):
         self.paths = list(paths)
         self.file_no = {path: i for i, path in enumerate(self.paths)}
+        self.digests = list(digests)
+        self.files: Any = []  # each file's summary (a lazy sequence when read back from the cache)
         self.functions: dict[str, list[tuple[int, FunctionFact]]] = {}
         self.attr_values: dict[str, list[tuple[int, tuple]]] = {}
         self.attr_other: dict[str, set[int]] = {}
         self.memo: dict[Any, Any] = {}
         self._callers: dict[str, list[str]] | None = None
         for number, facts in enumerate(summaries):
+            self.files.append(facts)
             functions, attr_values, attr_other = FileFacts(*facts)
             for func in functions:
                 func = FunctionFact(*func)
@@ -471,6 +475,23 @@ class ShardGateIndex:
                 self.attr_values.setdefault(attr, []).append((number, value))
             for attr in attr_other:
                 self.attr_other.setdefault(attr, set()).add(number)
+
+    def file_index(self, path: str) -> int | None:
+        """The number of the file ``path`` (relative to the working folder or absolute), else ``None``."""
+        number = self.file_no.get(path)
+        return number if number is not None else self.file_no.get(os.path.abspath(path))
+
+    def file_facts(self, path: str, raw: bytes) -> tuple | None:
+        """The indexed summary of ``path`` (:func:`summarize` of its tree) when ``raw`` hashes to the
+        indexed content, else ``None`` (also when the cached text of it is malformed)."""
+        number = self.file_index(path)
+        if number is None or number >= len(self.digests) or not self.digests[number] \
+                or content_digest(raw) != self.digests[number]:
+            return None
+        facts = self.files[number]
+        if facts is None:
+            return None
+        return facts if isinstance(facts, (tuple, list)) and len(facts) == 3 else None
 
     def to_plain(self) -> dict[str, Any]:
         """This index as JSON data (:meth:`from_plain` reads it back): paths, and per name the JSON
@@ -483,6 +504,8 @@ class ShardGateIndex:
         functions, callers, attr_other = self.functions.items(), self.callers().items(), self.attr_other.items()
         return {
             "paths": self.paths,
+            "digests": [d.hex() for d in self.digests],
+            "files": TextTable([_json(encode_summary(f)) for f in self.files]),
             "functions": TextTable(["[" + ",".join([definition(n, f) for n, f in defs]) + "]" for _, defs in functions],
                                    [name for name, _ in functions]),
             "callers": TextTable([_strings_json(names) for _, names in callers], [callee for callee, _ in callers]),
@@ -502,6 +525,13 @@ class ShardGateIndex:
         index = cls.__new__(cls)
         index.paths = [_str(p) for p in _list(data["paths"])]
         index.file_no = {path: i for i, path in enumerate(index.paths)}
+        index.digests = [bytes.fromhex(_str(d)) for d in _list(data["digests"])]
+        texts = data["files"]
+        if not (isinstance(texts, StoredTexts) and not texts.keyed):
+            texts = [_str(t) for t in _list(texts)]
+        if not len(index.paths) == len(index.digests) == len(texts):
+            raise ValueError("index lists of different lengths")
+        index.files = _LazySummaries(texts)
         index.attr_values = {}
         for item in _list(data["attr_values"]):
             attr, number, value = _list(item)
@@ -547,36 +577,71 @@ class ShardGateIndex:
         return self._callers
 
 
+def encode_summary(summary: tuple) -> list:
+    """Return the :func:`summarize` result ``summary`` as compact JSON data: ``[functions,
+    attr_values, attr_other]``, each function ``[name, flags, returns, calls]`` (``flags``: 1 a
+    property, 2 abstract; ``calls`` sorted; encoded expressions as nested lists), ``attr_other`` sorted."""
+    functions, attr_values, attr_other = summary
+    return [[[f[0], (1 if f[1] else 0) | (2 if f[4] else 0), f[2], sorted(f[3])] for f in functions],
+            [list(item) for item in attr_values], sorted(attr_other)]
+
+
+def decode_summary(data: Any) -> tuple:
+    """Return the summary :func:`encode_summary` turned into ``data``. Raises ``TypeError`` or
+    ``ValueError`` when ``data`` is not of that shape (the cache folder may be shared)."""
+    functions, attr_values, attr_other = _list(data)
+    intern = sys.intern
+    decoded: list[tuple] = []
+    for item in _list(functions):
+        name, flags, returns, calls = _list(item)
+        if type(flags) is not int or not 0 <= flags <= 3:
+            raise ValueError("function flags")
+        decoded.append((intern(name), bool(flags & 1),
+                        None if returns is None else tuple(_expression(r) for r in _list(returns)),
+                        frozenset(map(intern, _list(calls))), bool(flags & 2)))
+    values = []
+    for item in _list(attr_values):
+        attr, value = _list(item)
+        values.append((intern(attr), _expression(value)))
+    return (tuple(decoded), tuple(values), frozenset(map(intern, _list(attr_other))))
+
+
+class _LazySummaries:
+    """The per-file summaries of a :class:`ShardGateIndex` read back from the cache: each stays JSON
+    text until first read; a malformed one reads as ``None`` (the rule then summarizes the tree)."""
+
+    __slots__ = ("_texts", "_items")
+
+    def __init__(self, texts: Any) -> None:
+        self._texts = texts
+        self._items: dict[int, tuple | None] = {}
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __getitem__(self, i: int) -> tuple | None:
+        if i not in self._items:
+            try:
+                self._items[i] = decode_summary(json.loads(self._texts[i]))
+            except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+                self._items[i] = None
+        return self._items[i]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self._texts)))
+
+
 class ShardGateFacts(ProjectFacts):
     """E9502's :class:`~hp_invariants.project.ProjectFacts`: :func:`summarize` per file, a
     :class:`ShardGateIndex` per project."""
 
     def encode(self, summary: tuple) -> list:
-        """Return ``summary`` as compact JSON data: ``[functions, attr_values, attr_other]``, each
-        function ``[name, flags, returns, calls]`` (``flags``: 1 a property, 2 abstract; ``calls``
-        sorted; encoded expressions as nested lists), ``attr_other`` sorted."""
-        functions, attr_values, attr_other = summary
-        return [[[f[0], (1 if f[1] else 0) | (2 if f[4] else 0), f[2], sorted(f[3])] for f in functions],
-                [list(item) for item in attr_values], sorted(attr_other)]
+        """Return ``summary`` as compact JSON data (:func:`encode_summary`)."""
+        return encode_summary(summary)
 
     def decode(self, data: Any) -> tuple:
-        """Return the summary :meth:`encode` turned into ``data``. Raises ``TypeError`` or
-        ``ValueError`` when ``data`` is not of that shape (the cache folder may be shared)."""
-        functions, attr_values, attr_other = _list(data)
-        intern = sys.intern
-        decoded: list[tuple] = []
-        for item in _list(functions):
-            name, flags, returns, calls = _list(item)
-            if type(flags) is not int or not 0 <= flags <= 3:
-                raise ValueError("function flags")
-            decoded.append((intern(name), bool(flags & 1),
-                            None if returns is None else tuple(_expression(r) for r in _list(returns)),
-                            frozenset(map(intern, _list(calls))), bool(flags & 2)))
-        values = []
-        for item in _list(attr_values):
-            attr, value = _list(item)
-            values.append((intern(attr), _expression(value)))
-        return (tuple(decoded), tuple(values), frozenset(map(intern, _list(attr_other))))
+        """Return the summary :meth:`encode` turned into ``data`` (:func:`decode_summary`)."""
+        return decode_summary(data)
 
     key = "shard-gates"
     version = FACTS_VERSION
@@ -588,7 +653,7 @@ class ShardGateFacts(ProjectFacts):
     def build(self, root: Path, paths: list[str], summaries: list[Any], digests: list[bytes]) -> ShardGateIndex:
         """Return the :class:`ShardGateIndex` of the project's files."""
         return ShardGateIndex(paths, (s if isinstance(s, (tuple, list)) and len(s) == 3 else EMPTY
-                                      for s in summaries))
+                                      for s in summaries), digests)
 
     caches_built = True
 

@@ -471,10 +471,11 @@ def _render(enc: tuple) -> str:
 
 
 class _LocalFacts:
-    """The checked file's own facts (from its current tree), by name."""
+    """The checked file's own facts (a :func:`~hp_invariants.rules.shard_gate_facts.summarize`
+    result), by name."""
 
-    def __init__(self, tree: ast.Module):
-        functions, attr_values, attr_other = facts.summarize(tree)
+    def __init__(self, summary: tuple):
+        functions, attr_values, attr_other = summary
         self.functions: dict[str, list[facts.FunctionFact]] = {}
         for func in functions:
             func = facts.FunctionFact(*func)
@@ -561,7 +562,8 @@ class _Analyzer:
         for node in ctx.nodes_of(*FunctionNode):  # ast.walk order
             self.info.defs.setdefault(node.name, []).append(node)
         self.index = index
-        self.file_no = index.file_no.get(ctx.path, -1) if index is not None else -1
+        number = index.file_index(ctx.path) if index is not None else None
+        self.file_no = -1 if number is None else number
         self._local: _LocalFacts | None = None
         self._must_run: dict[str, str] | None = None
 
@@ -599,9 +601,11 @@ class _Analyzer:
 
     # ------------------------------------------------------------------ project facts
     def local(self) -> "_LocalFacts":
-        """The facts of the file being checked, from its current tree (not the cached summary)."""
+        """The facts of the file being checked: its indexed summary when the index holds these very
+        bytes, else (an edit not saved, a fix round, a file outside the project) its current tree's."""
         if self._local is None:
-            self._local = _LocalFacts(self.ctx.tree)
+            indexed = self.index.file_facts(self.ctx.path, self.ctx.source.encode()) if self.index is not None else None
+            self._local = _LocalFacts(indexed if indexed is not None else facts.summarize(self.ctx.tree))
         return self._local
 
     def functions_named(self, name: str) -> list[facts.FunctionFact]:
