@@ -342,16 +342,17 @@ def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache:
     files) and whose cache folder is ``cache_dir``, else the ``cache-dir`` of the configuration
     governing the project root. ``freeze_after_build``: see :class:`Project` (short-lived processes)."""
 
-    configs: dict[str, Any] = {}
+    configs: dict[str, Any] = {}  # folder -> its configuration, None when it excludes only the defaults
 
     def excluded(path: str, root: Path) -> bool:  # Resolver.is_excluded, its configuration memoized per folder
         folder = os.path.dirname(path)
-        config = configs.get(folder)
-        if config is None:
-            config = configs[folder] = resolver.config_for(folder or ".")
-        if config.exclude == _DEFAULT_EXCLUDES:  # the project walk already left out what these match
-            return False
-        return config.is_excluded(path, given=str(root))
+        config = configs.get(folder, configs)
+        if config is configs:
+            config = resolver.config_for(folder or ".")
+            if config.exclude == _DEFAULT_EXCLUDES:  # the project walk already left out what these match
+                config = None
+            configs[folder] = config
+        return config is not None and config.is_excluded(path, given=str(root))
 
     def cache_for(root: Path) -> str | None:
         return cache_dir or resolver.config_for(root).cache_dir

@@ -706,17 +706,23 @@ def module_names(root: Path, rels: Sequence[str]) -> dict[str, str]:
         if folder.parent == folder:
             break
         folder = folder.parent
+    chains: dict[str, tuple[str, ...]] = {"": tuple(reversed(above))}  # folder -> its dotted parts
+
+    def chain(folder_rel: str) -> tuple[str, ...]:
+        """The parts a file in ``folder_rel`` gets before its own name (outermost first): those of the
+        package chain up to the first folder that is not a package (the root: ``above`` too)."""
+        found = chains.get(folder_rel)
+        if found is None:
+            found = chains[folder_rel] = (chain(os.path.dirname(folder_rel)) + (os.path.basename(folder_rel),)
+                                          if folder_rel in packages else ())
+        return found
+
     out: dict[str, str] = {}
     for rel in rels:
         folder_rel, name = os.path.split(rel)
         stem = name[:-3] if name.endswith(".py") else name
-        parts = [] if stem == "__init__" else [stem]
-        while folder_rel and folder_rel in packages:
-            parts.append(os.path.basename(folder_rel))
-            folder_rel = os.path.dirname(folder_rel)
-        if not folder_rel:
-            parts.extend(above)
-        out[rel] = ".".join(reversed(parts)) or root.name
+        parts = chain(folder_rel)
+        out[rel] = ".".join(parts if stem == "__init__" else (*parts, stem)) or root.name
     return out
 
 

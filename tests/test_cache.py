@@ -423,11 +423,18 @@ def test_index_is_capped_with_a_note(tmp_path, monkeypatch):
 def test_module_names_from_the_walk_match_module_name(tmp_path):
     from hp_invariants.rules.undefined_method_call.index import module_name
 
-    root = _tree(tmp_path / "proj", {"a/__init__.py": "", "a/b/__init__.py": "", "a/b/c.py": "", "a/x/y.py": "",
-                                     "top.py": ""})
-    rels = [e[1] for e in project_module.project_entries(str(root))]
-    names = project_module.module_names(root, rels)
-    assert names == {rel: module_name(root / rel)[0] for rel in rels}
+    files = {"a/__init__.py": "", "a/b/__init__.py": "", "a/b/c.py": "", "a/x/y.py": "", "a/x/p/__init__.py": "",
+             "a/x/p/q.py": "", "a/x/p/r/s.py": "", "top.py": "", "__init__.py": ""}
+    outer = tmp_path / "outer"  # the root itself a package inside a package: its names start above it
+    (outer / "pkg").mkdir(parents=True)
+    (outer / "__init__.py").write_text("")
+    (outer / "pkg" / "__init__.py").write_text("")
+    for root in (_tree(tmp_path / "proj", files), _tree(outer / "pkg" / "proj", files)):
+        rels = [e[1] for e in project_module.project_entries(str(root))]
+        names = project_module.module_names(root, rels)
+        assert names == {rel: module_name(root / rel)[0] for rel in rels}
+        assert names["a/x/p/q.py"] == "p.q" and names["a/x/y.py"] == "y"
+    assert names["a/b/c.py"] == "outer.pkg.proj.a.b.c" and names["__init__.py"] == "outer.pkg.proj"
 
 
 def test_wrapped_or_plugin_rules_are_never_served_from_the_results_cache(tmp_path):
