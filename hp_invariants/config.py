@@ -435,6 +435,7 @@ class Resolver:
         self.config_file = Path(os.path.abspath(config_file)) if config_file else None
         self._by_folder: dict[str, Config] = {}
         self._by_pyproject: dict[str, Config] = {}
+        self._tables: dict[str, Config | None] = {}  # folder -> config of the nearest table at or above it
         self._settings: dict[tuple[str, str], Settings] = {}
         self._marked: dict[str, bool] = {}  # folder -> holds a project root marker (find_project_root)
 
@@ -448,18 +449,34 @@ class Resolver:
         if self.config_file is not None:
             config = self._load(self.config_file)
         else:
-            config = None
-            for candidate in (Path(folder), *Path(folder).parents):
-                if str(candidate) in self._by_folder:
-                    config = self._by_folder[str(candidate)]
-                    break
-                pyproject = candidate / "pyproject.toml"
-                if pyproject.is_file() and has_table(pyproject):
-                    config = self._load(pyproject)
-                    break
-            if config is None:
+            config = self._table_config(folder)
+            if config is None:  # no table: the defaults, rooted at this folder's own project root
                 config = self.overrides.apply(Config(root=find_project_root(folder, self._marked)), self.rules)
         self._by_folder[folder] = config
+        return config
+
+    def _table_config(self, folder: str) -> Config | None:
+        """The configuration of the nearest ``pyproject.toml`` with a ``[tool.hp-invariants]`` table in
+        ``folder`` or above, else ``None``; memoized for every folder the search passes (they all have
+        the same answer), so each folder's ``pyproject.toml`` is looked at once per run."""
+        visited: list[str] = []
+        config: Config | None = None
+        candidate = folder
+        while True:
+            if candidate in self._tables:
+                config = self._tables[candidate]
+                break
+            visited.append(candidate)
+            pyproject = os.path.join(candidate, "pyproject.toml")
+            if os.path.isfile(pyproject) and has_table(Path(pyproject)):
+                config = self._load(Path(pyproject))
+                break
+            parent = os.path.dirname(candidate)
+            if parent == candidate:
+                break
+            candidate = parent
+        for seen in visited:
+            self._tables[seen] = config
         return config
 
     def _load(self, pyproject: Path) -> Config:

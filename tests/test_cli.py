@@ -365,3 +365,26 @@ def test_sarif_uses_uris_and_inline_help(tmp_path: Path, monkeypatch):
     _, out, _ = run_cli("check", "--format", "sarif", str(tmp_path / "bad 100%.py"))
     uri = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == (tmp_path / "bad 100%.py").as_uri()
+
+
+def test_configuration_of_a_folder_does_not_depend_on_which_folders_were_asked_first(tmp_path: Path):
+    """The nearest ``[tool.hp-invariants]`` table governs a folder; without one, the defaults rooted
+    at the folder's own project root, whatever was resolved before (an ancestor's defaults are not
+    borrowed)."""
+    from hp_invariants.config import Overrides, Resolver
+    from hp_invariants.registry import RULES
+
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "pyproject.toml").write_text("[project]\nname = 'b'\n")  # a root, no table
+    (tmp_path / "t" / "u" / "v").mkdir(parents=True)
+    (tmp_path / "t" / "pyproject.toml").write_text('[tool.hp-invariants]\nignore = ["E9504"]\n')
+    folders = [tmp_path / "a", tmp_path / "a" / "b" / "c", tmp_path / "a" / "b", tmp_path / "t" / "u" / "v",
+               tmp_path / "t"]
+    alone = {f: Resolver(RULES, Overrides()).config_for(f) for f in folders}
+    assert alone[tmp_path / "a" / "b" / "c"].root == tmp_path / "a" / "b"
+    assert alone[tmp_path / "t" / "u" / "v"].source.endswith("pyproject.toml") and alone[tmp_path / "t" / "u" / "v"].root == tmp_path / "t"
+    for order in (folders, folders[::-1]):
+        resolver = Resolver(RULES, Overrides())
+        for folder in order:
+            got = resolver.config_for(folder)
+            assert (got.root, got.source, got.ignore) == (alone[folder].root, alone[folder].source, alone[folder].ignore), folder
