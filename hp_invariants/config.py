@@ -437,6 +437,7 @@ class Resolver:
         self._by_pyproject: dict[str, Config] = {}
         self._tables: dict[str, Config | None] = {}  # folder -> config of the nearest table at or above it
         self._settings: dict[tuple[str, str], Settings] = {}
+        self._by_path: dict[str, Settings] = {}
         self._marked: dict[str, bool] = {}  # folder -> holds a project root marker (find_project_root)
 
     def config_for(self, path: str | os.PathLike[str]) -> Config:
@@ -487,7 +488,14 @@ class Resolver:
         return self._by_pyproject[key]
 
     def settings_for(self, path: str) -> Settings:
-        """Return the :class:`Settings` of the file ``path``."""
+        """Return the :class:`Settings` of the file ``path`` (memoized per path: the configuration
+        files are read once per run)."""
+        found = self._by_path.get(path)
+        if found is None:
+            found = self._by_path[path] = self._settings_for(path)
+        return found
+
+    def _settings_for(self, path: str) -> Settings:
         config = self.config_for(path)
         ignored = config.ignored_for_path(path, self.rules)
         key = (config.source or str(config.root), ",".join(sorted(ignored)))
