@@ -436,6 +436,7 @@ class Resolver:
         self._by_folder: dict[str, Config] = {}
         self._by_pyproject: dict[str, Config] = {}
         self._tables: dict[str, Config | None] = {}  # folder -> config of the nearest table at or above it
+        self._defaults: dict[Path, Config] = {}  # project root -> the default configuration rooted there
         self._settings: dict[tuple[str, str], Settings] = {}
         self._by_path: dict[str, Settings] = {}
         self._marked: dict[str, bool] = {}  # folder -> holds a project root marker (find_project_root)
@@ -452,7 +453,10 @@ class Resolver:
         else:
             config = self._table_config(folder)
             if config is None:  # no table: the defaults, rooted at this folder's own project root
-                config = self.overrides.apply(Config(root=find_project_root(folder, self._marked)), self.rules)
+                root = find_project_root(folder, self._marked)
+                config = self._defaults.get(root)
+                if config is None:
+                    config = self._defaults[root] = self.overrides.apply(Config(root=root), self.rules)
         self._by_folder[folder] = config
         return config
 
