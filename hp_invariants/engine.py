@@ -190,7 +190,7 @@ class Session:
             return FileResult(path=path, problems=[problem(path, FileTooLargeError(path, len(raw),
                                                                                     settings.max_file_size))])
         if self.results is None or not _cacheable(settings):
-            return self._check(path, raw, settings, None)
+            return self._check(path, raw, settings, None, None)
         digest = content_digest(raw)
         try:
             where = self.results.locate(path)
@@ -200,7 +200,7 @@ class Session:
         if hit is not None:
             return hit
         tracking = _TrackingProject(self.project)
-        result = self._check(path, raw, settings, tracking)
+        result = self._check(path, raw, settings, tracking, digest)
         try:
             entry = self.results.make_entry(path, digest, settings, result, tracking, where)
         except Exception:  # noqa: BLE001
@@ -210,14 +210,16 @@ class Session:
             self.results.store(path, entry, where)
         return result
 
-    def _check(self, path: str, raw: bytes, settings: Settings, tracking: Any) -> FileResult:
-        """:meth:`check_bytes` without the results cache (``tracking``: see :class:`_TrackingProject`)."""
+    def _check(self, path: str, raw: bytes, settings: Settings, tracking: Any, digest: bytes | None) -> FileResult:
+        """:meth:`check_bytes` without the results cache (``tracking``: see :class:`_TrackingProject`;
+        ``digest``: the content digest of ``raw`` when known)."""
         result = FileResult(path=path)
         try:
             source = SourceFile.from_bytes(path, raw)
         except SourceDecodeError as exc:
             result.problems.append(problem(path, exc))
             return result
+        source.known_digest = digest
         active = self.active_rules(source, settings)
         if tracking is not None:  # a prefilter that read the project skipped the rule: that is a dependency
             for rule in settings.rules:

@@ -80,6 +80,8 @@ class SourceFile:
     encoding: str = "utf-8"
     bom: bool = False
     _line_starts: list[int] = field(default_factory=list, repr=False)
+    known_digest: bytes | None = field(default=None, repr=False, compare=False)
+    """The content digest of the bytes this text was decoded from, when the reader computed it."""
 
     @classmethod
     def from_bytes(cls, path: str, raw: bytes) -> "SourceFile":
@@ -104,6 +106,15 @@ class SourceFile:
         if bom:
             encoding = "utf-8"
         return cls(path=path, text=text, encoding=encoding, bom=bom)
+
+    def content_digest(self) -> bytes:
+        """:func:`hp_invariants.project.content_digest` of this file's bytes (:meth:`encode`: the bytes
+        it was decoded from), computed once; what the project facts key each file's summary by."""
+        if self.known_digest is None:
+            from hp_invariants.project import content_digest  # noqa: PLC0415 - project imports this module
+
+            self.known_digest = content_digest(self.encode())
+        return self.known_digest
 
     def encode(self, text: str | None = None) -> bytes:
         """Encode ``text`` (default: this file's text) with the file's encoding and BOM."""

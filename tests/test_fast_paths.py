@@ -207,3 +207,17 @@ def test_a_kept_tree_serves_only_the_bytes_it_was_parsed_from(tmp_path):
                              (root / "pkg" / "sub" / "m001.py").read_bytes())
     assert tree is not None and _dump(tree) == _dump(ast.parse((root / "pkg" / "sub" / "m001.py").read_text()))
     assert project._trees == {} and project._tree_bytes == 0
+
+
+def test_source_content_digest_is_the_digest_of_the_bytes_read():
+    """The rules ask a file's content digest of its text (to find its indexed summary); it must be
+    the digest of the bytes it was decoded from, whatever their encoding, BOM and line endings."""
+    from hp_invariants.source import SourceFile
+
+    for raw in (b"x = 1\n", b"\xef\xbb\xbfx = 1\r\ny = 2\r\n", b"# -*- coding: latin-1 -*-\ns = '\xe9'\n",
+                b"a = 1\rb = 2\r", "t = '\u00e9\u4e2d'\n".encode()):
+        source = SourceFile.from_bytes("f.py", raw)
+        assert source.content_digest() == project_module.content_digest(raw)
+    primed = SourceFile.from_bytes("f.py", b"x = 1\n")
+    primed.known_digest = b"given"
+    assert primed.content_digest() == b"given"

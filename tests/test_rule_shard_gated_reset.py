@@ -772,7 +772,7 @@ def test_the_checked_file_is_known_in_the_index_by_a_relative_path_too(tmp_path,
 
 
 def test_the_checked_file_s_facts_come_from_the_index_when_its_bytes_are_indexed(tmp_path):
-    from hp_invariants.project import Project
+    from hp_invariants.project import Project, content_digest
     from hp_invariants.rules import shard_gate_facts as facts
 
     root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES, "broken.py": "def (:\n"})
@@ -784,11 +784,12 @@ def test_the_checked_file_s_facts_come_from_the_index_when_its_bytes_are_indexed
         path = root / name
         raw = path.read_bytes()
         expected = facts.summarize(ast.parse(raw))
-        assert built.file_facts(str(path), raw) == read.file_facts(str(path), raw) == expected
-        assert built.file_facts(str(path), raw + b"\n") is None and read.file_facts(str(path), raw + b"\n") is None
+        digest, other = content_digest(raw), content_digest(raw + b"\n")
+        assert built.file_facts(str(path), digest) == read.file_facts(str(path), digest) == expected
+        assert built.file_facts(str(path), other) is None and read.file_facts(str(path), other) is None
     assert built.file_facts(str(root / "broken.py"), b"def (:\n") is None  # not parsed: not indexed
-    assert built.file_facts(str(tmp_path / "elsewhere.py"), b"") is None
+    assert built.file_facts(str(tmp_path / "elsewhere.py"), content_digest(b"")) is None
     read.files._texts = [b"[1]"] * len(read.files)  # malformed texts: the tree is summarized instead
     read.files._items.clear()
-    assert read.file_facts(str(root / "train.py"), (root / "train.py").read_bytes()) is None
+    assert read.file_facts(str(root / "train.py"), content_digest((root / "train.py").read_bytes())) is None
     assert _check_project(root, "train.py", cache) == _check_project(root, "train.py")

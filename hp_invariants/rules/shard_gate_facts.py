@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from hp_invariants.astutil import EXITS, child_bodies, child_nodes, dotted_name, last_name, walk_function_body
-from hp_invariants.project import LazyMap, ProjectFacts, StoredTexts, TextTable, content_digest
+from hp_invariants.project import LazyMap, ProjectFacts, StoredTexts, TextTable
 
 FACTS_VERSION = 4
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
@@ -481,12 +481,12 @@ class ShardGateIndex:
         number = self.file_no.get(path)
         return number if number is not None else self.file_no.get(os.path.abspath(path))
 
-    def file_facts(self, path: str, raw: bytes) -> tuple | None:
-        """The indexed summary of ``path`` (:func:`summarize` of its tree) when ``raw`` hashes to the
-        indexed content, else ``None`` (also when the cached text of it is malformed)."""
+    def file_facts(self, path: str, digest: bytes) -> tuple | None:
+        """The indexed summary of ``path`` (:func:`summarize` of its tree) when the file's bytes have
+        the content ``digest`` indexed, else ``None`` (also when the cached text of it is malformed)."""
         number = self.file_index(path)
         if number is None or number >= len(self.digests) or not self.digests[number] \
-                or content_digest(raw) != self.digests[number]:
+                or digest != self.digests[number]:
             return None
         facts = self.files[number]
         if facts is None:

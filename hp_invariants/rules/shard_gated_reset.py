@@ -604,7 +604,7 @@ class _Analyzer:
         """The facts of the file being checked: its indexed summary when the index holds these very
         bytes, else (an edit not saved, a fix round, a file outside the project) its current tree's."""
         if self._local is None:
-            indexed = self.index.file_facts(self.ctx.path, self.ctx.source.encode()) if self.index is not None else None
+            indexed = self.index.file_facts(self.ctx.path, self.ctx.source.content_digest()) if self.index is not None else None
             self._local = _LocalFacts(indexed if indexed is not None else facts.summarize(self.ctx.tree))
         return self._local
 

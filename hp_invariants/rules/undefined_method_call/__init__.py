@@ -344,7 +344,7 @@ class UndefinedMethodCall(Rule):
             return
         nodes: dict[str, ast.ClassDef] = {}
         functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-        summary = index.cached_summary(ctx.path, ctx.source.encode())
+        summary = index.cached_summary(ctx.path, ctx.source.content_digest())
         if summary is None or summary.module != module:
             summary = summarize(ctx.tree, module, is_package, nodes, functions)
         else:

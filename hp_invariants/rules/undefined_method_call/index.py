@@ -27,7 +27,7 @@ from typing import Iterable, NamedTuple
 
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
                                    string_value, walk_nodes)
-from hp_invariants.project import LazyMap, ProjectFacts, StoredTexts, TextTable, content_digest
+from hp_invariants.project import LazyMap, ProjectFacts, StoredTexts, TextTable
 
 FORMAT_VERSION = 9
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
@@ -975,12 +975,13 @@ class ClassIndex:
         view.stats = self.stats
         return view
 
-    def cached_summary(self, path: str, raw: bytes) -> FileSummary | None:
-        """The indexed summary of ``path`` when ``raw`` hashes to the indexed content, else ``None``."""
+    def cached_summary(self, path: str, digest: bytes) -> FileSummary | None:
+        """The indexed summary of ``path`` when the file's bytes have the content ``digest``
+        (:func:`~hp_invariants.project.content_digest`) indexed, else ``None``."""
         i = self.file_index(path)
         if i is None or not self.digests[i]:
             return None
-        return self.files[i] if content_digest(raw) == self.digests[i] else None
+        return self.files[i] if digest == self.digests[i] else None
 
     def file_index(self, path: str) -> int | None:
         """Return the number of ``path`` in the index, or ``None``."""
