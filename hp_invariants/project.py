@@ -57,7 +57,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from hp_invariants.config import DEFAULT_EXCLUDES, ROOT_MARKERS, find_project_root
 from hp_invariants.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT, AnalysisTimeout, budget_paused, time_budget
 from hp_invariants.runner import parallel_map
-from hp_invariants.source import SourceDecodeError, SourceFile, read_source_bytes
+from hp_invariants.source import SourceDecodeError, SourceFile, content_digest, read_source_bytes
 
 MAX_PROJECT_FILES = 20_000
 """At most this many files are indexed per project root (torch has 2,285); more gives a note."""
@@ -334,11 +334,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def content_digest(raw: bytes) -> bytes:
-    """The content key of a file's bytes in the project cache (blake2b, 16 bytes)."""
-    return hashlib.blake2b(raw, digest_size=16).digest()
 
 
 class ScannedFile:

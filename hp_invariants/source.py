@@ -9,6 +9,7 @@ columns.
 from __future__ import annotations
 
 import errno
+import hashlib
 import io
 import os
 import re
@@ -67,6 +68,12 @@ def read_source_bytes(path: str, max_size: int | None = None) -> tuple[bytes, os
     return raw, info
 
 
+def content_digest(raw: bytes) -> bytes:
+    """The content key of a file's bytes (blake2b, 16 bytes): what the project cache and the results
+    cache recognise a file's content by."""
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
 @dataclass
 class SourceFile:
     """The decoded text of one file plus how to encode it back.
@@ -108,11 +115,9 @@ class SourceFile:
         return cls(path=path, text=text, encoding=encoding, bom=bom)
 
     def content_digest(self) -> bytes:
-        """:func:`hp_invariants.project.content_digest` of this file's bytes (:meth:`encode`: the bytes
+        """:func:`content_digest` of this file's bytes (:meth:`encode`: the bytes
         it was decoded from), computed once; what the project facts key each file's summary by."""
         if self.known_digest is None:
-            from hp_invariants.project import content_digest  # noqa: PLC0415 - project imports this module
-
             self.known_digest = content_digest(self.encode())
         return self.known_digest
 
