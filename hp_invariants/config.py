@@ -89,29 +89,52 @@ class ConfigError(Exception):
     """A configuration or usage error: unknown key, wrong type, bad regex, unknown rule."""
 
 
-def find_project_root(path: str | os.PathLike[str], marked: dict[str, bool] | None = None) -> Path:
+def find_project_root(path: str | os.PathLike[str], marked: dict[str, Any] | None = None) -> Path:
     """Return the project root of ``path``.
 
     The nearest folder (``path`` itself if a folder, else its parent, then upwards) holding
     ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``. Without one, the top folder of the
     Python package holding ``path`` (the last ancestor with ``__init__.py``), else the folder itself.
-    ``marked``: a ``folder -> holds a marker`` memo the caller keeps for the life of one run (the
-    folders of a project share their ancestors: each is looked at once).
+    ``marked``: a memo the caller keeps for the life of one run (``folder -> holds a marker``, and
+    which folders have none above them and where their package tops are: the folders of a project
+    share their ancestors, each is looked at once).
     """
-    start = Path(os.path.abspath(path))
-    folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        key = str(candidate)
-        found = marked.get(key) if marked is not None else None
+    start = os.path.abspath(path)
+    folder = start if os.path.isdir(start) else os.path.dirname(start)
+    memo: dict[str, Any] = marked if marked is not None else {}
+    candidate = folder
+    passed: list[str] = []
+    while True:  # plain strings: called for every folder of a project
+        if memo.get("\0none-above:" + candidate):  # no marker here or above: known from an earlier call
+            break
+        found = memo.get(candidate)
         if found is None:
-            found = any((candidate / marker).exists() for marker in ROOT_MARKERS)
-            if marked is not None:
-                marked[key] = found
+            found = memo[candidate] = any(os.path.exists(os.path.join(candidate, marker)) for marker in ROOT_MARKERS)
         if found:
-            return candidate
-    top = folder
-    while (top / "__init__.py").exists() and (top.parent / "__init__.py").exists():
-        top = top.parent
+            return Path(candidate)
+        passed.append(candidate)
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            break
+        candidate = parent
+    for seen in passed:
+        memo["\0none-above:" + seen] = True
+    return Path(_package_top(folder, memo))
+
+
+def _package_top(folder: str, memo: dict[str, Any]) -> str:
+    """The last ancestor of ``folder`` (itself included) reached through folders that all hold
+    ``__init__.py``, memoized in ``memo``."""
+    key = "\0top:" + folder
+    top = memo.get(key)
+    if top is None:
+        parent = os.path.dirname(folder)
+        if parent != folder and os.path.exists(os.path.join(folder, "__init__.py")) \
+                and os.path.exists(os.path.join(parent, "__init__.py")):
+            top = _package_top(parent, memo)
+        else:
+            top = folder
+        memo[key] = top
     return top
 
 
@@ -439,7 +462,7 @@ class Resolver:
         self._defaults: dict[Path, Config] = {}  # project root -> the default configuration rooted there
         self._settings: dict[tuple[str, str], Settings] = {}
         self._by_path: dict[str, Settings] = {}
-        self._marked: dict[str, bool] = {}  # folder -> holds a project root marker (find_project_root)
+        self._marked: dict[str, Any] = {}  # the memo of find_project_root
 
     def config_for(self, path: str | os.PathLike[str]) -> Config:
         """Return the configuration governing ``path`` (a file, or a folder: that folder's own)."""

@@ -390,7 +390,7 @@ class Project:
         self.freeze_after_build = freeze_after_build
         self._built: dict[Path, dict[str, Any]] = {}
         self._roots: dict[str, Path] = {}
-        self._marked: dict[str, bool] = {}  # folder -> holds a project root marker (find_project_root)
+        self._marked: dict[str, Any] = {}  # the memo of find_project_root
         self._scans: dict[tuple[Path, str], tuple[Scan, dict]] = {}
         self._trees: dict[str, tuple[bytes, ast.Module]] = {}  # path -> (bytes, tree) parsed while summarizing
         self._tree_bytes = 0

@@ -388,3 +388,26 @@ def test_configuration_of_a_folder_does_not_depend_on_which_folders_were_asked_f
         for folder in order:
             got = resolver.config_for(folder)
             assert (got.root, got.source, got.ignore) == (alone[folder].root, alone[folder].source, alone[folder].ignore), folder
+
+
+def test_find_project_root(tmp_path: Path):
+    """The nearest folder with a marker; without one, the top of the package holding the path, else
+    the folder itself; the same answers with a shared memo, for files and for folders."""
+    from hp_invariants.config import find_project_root
+
+    (tmp_path / "proj" / "src" / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "proj" / "setup.cfg").write_text("")
+    (tmp_path / "loose" / "top" / "inner").mkdir(parents=True)
+    for folder in (tmp_path / "loose" / "top", tmp_path / "loose" / "top" / "inner"):
+        (folder / "__init__.py").write_text("")
+    (tmp_path / "loose" / "top" / "inner" / "m.py").write_text("")
+    (tmp_path / "bare").mkdir()
+    cases = {tmp_path / "proj" / "src" / "pkg" / "sub": tmp_path / "proj",
+             tmp_path / "proj": tmp_path / "proj",
+             tmp_path / "loose" / "top" / "inner" / "m.py": tmp_path / "loose" / "top",
+             tmp_path / "loose" / "top" / "inner": tmp_path / "loose" / "top",
+             tmp_path / "bare": tmp_path / "bare"}
+    memo: dict[str, bool] = {}
+    for _ in range(2):
+        for path, root in cases.items():
+            assert find_project_root(path) == root == find_project_root(str(path), memo), path
