@@ -503,3 +503,21 @@ def test_tracked_questions_are_recorded_with_positional_arguments(tmp_path):
     record = facts.dependencies(tracker, str(root / "pkg" / "child.py"))
     assert facts.still_valid(index, str(root / "pkg" / "child.py"),
                              index.digests[index.file_index(str(root / "pkg" / "child.py"))], record)
+
+
+def test_recorded_hierarchy_answers_keep_every_member_difference():
+    """The results cache records a hierarchy's large member sets as digests: equal sets give equal
+    records, a set that differs by one name (an edit to a base class) a different one."""
+    from hp_invariants.rules.undefined_method_call.index import Hierarchy, _normal
+
+    names = [f"m{i}" for i in range(40)]
+    def hier(members, own=("a",)):
+        return Hierarchy(key=(0, "C"), members=frozenset(members), own=frozenset(own), ancestors=frozenset(),
+                         unknown=False, dynamic=False, abstract=False, catalog=(), is_type=False,
+                         inherited=frozenset(members))
+    view = type("View", (), {"paths": ["/p/a.py"]})()
+    same = _normal(view, hier(names)), _normal(view, hier(list(reversed(names))))
+    assert same[0] == same[1] and same[0][1][0] == "d"
+    assert _normal(view, hier(names + ["extra"])) != same[0]
+    assert _normal(view, hier(names[:-1] + ["m39_renamed"])) != same[0]
+    assert _normal(view, hier(names, own=("b",))) != same[0]  # small sets are kept as they are
