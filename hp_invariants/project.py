@@ -49,6 +49,7 @@ import re
 import sys
 import time
 import warnings
+import zlib
 from functools import partial
 from itertools import accumulate
 from pathlib import Path
@@ -897,11 +898,14 @@ def read_json(path: str, tag: str, root: Path) -> dict | None:
 
 def read_json_with_payload(path: str, tag: str, root: Path) -> tuple[dict, bytes, int] | None:
     """:func:`read_json` of a cache file that :func:`write_json` may have written with a payload:
-    ``(data, the file's bytes, offset of the payload in them)`` (the offset is the length of the
-    bytes when there is none)."""
+    ``(data, the file's content, offset of the payload in it)`` (the offset is the length of the
+    content when there is none). A file whose checksum does not hold is ``None``."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
+        raw = _checked(raw)
+        if raw is None:  # damaged (even into other well-formed JSON): as if missing
+            return None
         end = raw.find(b"\n")  # compact JSON holds no raw newline: one ends the JSON part
         end = len(raw) if end < 0 else end
         loaded = json.loads(raw[:end] if end < len(raw) else raw)
@@ -1064,9 +1068,28 @@ def write_json(path: str, tag: str, root: Path, data: Any, payload: bytes = b"")
         prepare_cache_dir(os.path.dirname(path))
         body = json.dumps({"format": CACHE_FORMAT, "tag": tag, "root": str(root), "data": data},
                           separators=(",", ":"), ensure_ascii=True).encode("ascii")
-        _write_atomically(path, body + b"\n" + payload if payload else body)
+        _write_atomically(path, with_checksum(body + b"\n" + payload if payload else body))
     except (OSError, ValueError, TypeError):
         pass
+
+
+def with_checksum(content: bytes) -> bytes:
+    """``content`` followed by a newline and its CRC-32 in 8 hex digits: what every cache file ends
+    with, so that a damaged one (a flipped byte, a cut, swapped keys: damage that may leave valid
+    JSON) reads as missing instead of as other facts. CRC-32 runs at C speed (13 MB: 3.5 ms)."""
+    return content + b"\n%08x" % zlib.crc32(content)
+
+
+def _checked(raw: bytes) -> bytes | None:
+    """The content of a cache file's bytes ``raw`` when its checksum (:func:`with_checksum`) holds."""
+    if len(raw) < 9 or raw[-9:-8] != b"\n":
+        return None
+    try:
+        expected = int(raw[-8:], 16)
+    except ValueError:
+        return None
+    content = raw[:-9]
+    return content if zlib.crc32(content) == expected else None
 
 
 def _write_atomically(path: str, body: bytes) -> None:

@@ -116,7 +116,8 @@ def read_cache_file(path: Path) -> dict:
     an independent reader of the layout :func:`hp_invariants.project.split_text_tables` writes."""
     import json
 
-    head, _, payload = path.read_bytes().partition(b"\n")
+    content = path.read_bytes()[:-9]  # the checksum line: see hp_invariants.project.with_checksum
+    head, _, payload = content.partition(b"\n")
     data = json.loads(head)
     plain = data["data"].get("object")
     if isinstance(plain, dict):
@@ -130,11 +131,12 @@ def read_cache_file(path: Path) -> dict:
 
 
 def write_cache_file(path: Path, data: dict, tables: tuple[str, ...] = ()) -> None:
-    """Write ``data`` (as :func:`read_cache_file` gives it) back; the values of the built object
-    named in ``tables`` (dicts or lists of JSON texts) are written as text tables."""
+    """Write ``data`` (as :func:`read_cache_file` gives it) back, with a valid checksum (so that what
+    is tested is the reader's validation of the content); the values of the built object named in
+    ``tables`` (dicts or lists of JSON texts) are written as text tables."""
     import json
 
-    from hp_invariants.project import TextTable, split_text_tables
+    from hp_invariants.project import TextTable, split_text_tables, with_checksum
 
     plain = dict(data["data"].get("object") or {})
     for key in tables:
@@ -144,4 +146,4 @@ def write_cache_file(path: Path, data: dict, tables: tuple[str, ...] = ()) -> No
     if tables:
         data = {**data, "data": {**data["data"], "object": header}}
     body = json.dumps(data, separators=(",", ":")).encode("ascii")
-    path.write_bytes(body + b"\n" + payload if payload else body)
+    path.write_bytes(with_checksum(body + b"\n" + payload if payload else body))

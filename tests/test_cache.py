@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fixturelib import read_cache_file
+from fixturelib import read_cache_file, write_cache_file
 from hp_invariants import engine
 from hp_invariants import project as project_module
 from hp_invariants.cli import main
@@ -135,7 +135,7 @@ def test_crafted_json_cache_is_ignored(tmp_path):
                 entry["deps"] = {"class-index": {"fp": "0" * 32, "rec": {"q": [["__init__", 1]], "a": "0"}}}
         else:
             data["data"]["entries"] = {rel: ["a", 1] for rel in data["data"]["entries"]}
-        path.write_text(json.dumps(data))
+        write_cache_file(path, data)
     _same_length_edit(root / "pkg" / "base.py", "def step", "def stop")
     code, findings = _check(root, cache)
     assert code == 1 and len(findings) == 1 and "'step'" in findings[0]["message"]
@@ -645,3 +645,33 @@ def vars_of(value):
     from hp_invariants.project import TextTable
 
     return (value.texts, value.keys) if isinstance(value, TextTable) else value
+
+
+def test_a_damaged_cache_file_reads_as_missing(tmp_path):
+    """Every cache file ends with a CRC-32 of its content: a flipped byte anywhere (found by a fresh
+    helper: one letter of a caller's name changed the findings silently) or swapped keys make the
+    file read as missing, and the check equals one without cache."""
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    _same_length_edit(root / "pkg" / "base.py", "def step", "def stop")
+    expected = _check(root, cache, "--no-cache")
+    assert expected[0] == 1
+    assert _check(root, cache) == expected
+    files = sorted(cache.glob("*.json"))
+    assert len(files) == 5  # manifest, summaries, two built objects, results
+    for path in files:
+        raw = path.read_bytes()
+        tag = project_module.read_json_with_payload(path, "x", root)  # wrong tag: None, but parsed
+        assert tag is None
+        for at in (5, len(raw) // 2, len(raw) - 12, len(raw) - 1):
+            damaged = bytearray(raw)
+            damaged[at] = ord("x") if damaged[at] != ord("x") else ord("y")
+            path.write_bytes(bytes(damaged))
+            assert project_module._checked(bytes(damaged)) is None
+            assert _check(root, cache) == expected, (path.name, at)
+            path.write_bytes(raw)
+    manifest = next(p for p in files if p.name.count(".") == 1 and p.name.startswith("project-"))
+    head = manifest.read_bytes()[:-9]
+    swapped = head.replace(b'"format"', b'"FORMAT"', 1)
+    manifest.write_bytes(swapped + manifest.read_bytes()[-9:])  # content changed, old checksum
+    assert _check(root, cache) == expected

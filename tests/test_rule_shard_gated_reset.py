@@ -793,3 +793,22 @@ def test_the_checked_file_s_facts_come_from_the_index_when_its_bytes_are_indexed
     read.files._items.clear()
     assert read.file_facts(str(root / "train.py"), content_digest((root / "train.py").read_bytes())) is None
     assert _check_project(root, "train.py", cache) == _check_project(root, "train.py")
+
+
+def test_a_cached_caller_without_a_definition_does_not_crash_the_check(tmp_path):
+    """A built-object cache damaged so that it stays well-formed (found by a fresh helper: one letter
+    changed in a caller's name) must not crash the prefilter's closure (it raised KeyError)."""
+    from fixturelib import read_cache_file, write_cache_file
+    from hp_invariants.project import Project
+    from hp_invariants.rules.shard_gated_reset import project_closure
+
+    root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES})
+    cache = tmp_path / "cache"
+    assert len(_check_project(root, "train.py", cache)) == 1
+    [built] = cache.glob("*.built.shard-gates.json")
+    data = read_cache_file(built)
+    data["data"]["object"]["callers"]["fully_shard"] = '["apply_fsdq"]'
+    write_cache_file(built, data, ("functions", "callers", "attr_other", "files"))
+    index = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
+    assert "apply_fsdq" not in project_closure(index, frozenset({"fully_shard"}))  # it raised KeyError
+    assert isinstance(_check_project(root, "train.py", cache), list)

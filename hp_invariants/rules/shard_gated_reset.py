@@ -508,8 +508,10 @@ def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, s
         for name in callers.get(callee, ()):
             if name in via:
                 continue
-            hits = [next((c for c in sorted(f.calls) if c in via), None)
-                    for f in _concrete([f for _, f in index.functions[name]])]
+            defs = index.functions.get(name)
+            if not defs:  # a caller without a definition: only a damaged cache says so; not must-run
+                continue
+            hits = [next((c for c in sorted(f.calls) if c in via), None) for f in _concrete([f for _, f in defs])]
             if all(hits):
                 via[name] = hits[0]
                 work.append(name)
