@@ -295,6 +295,42 @@ class LazyMap:
         return [(key, self[key]) for key in self._texts]
 
 
+class LazyList:
+    """A read-only sequence whose items stay JSON text until first read (then decoded and kept): the
+    list form of :class:`LazyMap`. ``texts``: a list of JSON texts or an unkeyed :class:`StoredTexts`
+    (raises ``TypeError`` otherwise); ``decode(parsed value)``: the item, raising ``ValueError`` /
+    ``TypeError`` when malformed; ``recover(i)``: the item to give instead of a malformed one."""
+
+    __slots__ = ("_texts", "_items", "_decode", "_recover")
+
+    def __init__(self, texts: Any, decode: Callable[[Any], Any], recover: Callable[[int], Any]):
+        if isinstance(texts, StoredTexts):
+            if texts.keyed:
+                raise TypeError("a list of JSON texts expected")
+        elif type(texts) is not list or (texts and not set(map(type, texts)) <= {str}):
+            raise TypeError("a list of JSON texts expected")
+        self._texts = texts
+        self._items: list[Any] = [None] * len(texts)
+        self._decode = decode
+        self._recover = recover
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __getitem__(self, i: int) -> Any:
+        item = self._items[i]
+        if item is None:
+            try:
+                item = self._decode(json.loads(self._texts[i]))
+            except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+                return self._recover(i)
+            self._items[i] = item
+        return item
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[i] for i in range(len(self._texts)))
+
+
 def _plain(value: Any) -> Any:
     kind = type(value)
     if value is None or kind in (str, int, float, bool):

@@ -772,14 +772,14 @@ def test_the_checked_file_is_known_in_the_index_by_a_relative_path_too(tmp_path,
 
 
 def test_the_checked_file_s_facts_come_from_the_index_when_its_bytes_are_indexed(tmp_path):
-    from hp_invariants.project import Project, content_digest
+    from hp_invariants.project import LazyList, Project, content_digest
     from hp_invariants.rules import shard_gate_facts as facts
 
     root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES, "broken.py": "def (:\n"})
     cache = tmp_path / "cache"
     built = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
     read = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
-    assert isinstance(read.files, facts._LazySummaries)  # read back from the cache
+    assert isinstance(read.files, LazyList)  # read back from the cache
     for name in ("helpers.py", "train.py"):
         path = root / name
         raw = path.read_bytes()
@@ -789,8 +789,7 @@ def test_the_checked_file_s_facts_come_from_the_index_when_its_bytes_are_indexed
         assert built.file_facts(str(path), other) is None and read.file_facts(str(path), other) is None
     assert built.file_facts(str(root / "broken.py"), b"def (:\n") is None  # not parsed: not indexed
     assert built.file_facts(str(tmp_path / "elsewhere.py"), content_digest(b"")) is None
-    read.files._texts = [b"[1]"] * len(read.files)  # malformed texts: the tree is summarized instead
-    read.files._items.clear()
+    read.files = LazyList(["[1]"] * len(read.files), facts.decode_summary, lambda i: None)  # malformed texts
     assert read.file_facts(str(root / "train.py"), content_digest((root / "train.py").read_bytes())) is None
     assert _check_project(root, "train.py", cache) == _check_project(root, "train.py")
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from hp_invariants.astutil import EXITS, child_bodies, child_nodes, dotted_name, last_name, walk_function_body
-from hp_invariants.project import LazyMap, ProjectFacts, StoredTexts, TextTable
+from hp_invariants.project import LazyList, LazyMap, ProjectFacts, TextTable
 
 FACTS_VERSION = 4
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
@@ -526,12 +526,9 @@ class ShardGateIndex:
         index.paths = [_str(p) for p in _list(data["paths"])]
         index.file_no = {path: i for i, path in enumerate(index.paths)}
         index.digests = [bytes.fromhex(_str(d)) for d in _list(data["digests"])]
-        texts = data["files"]
-        if not (isinstance(texts, StoredTexts) and not texts.keyed):
-            texts = [_str(t) for t in _list(texts)]
-        if not len(index.paths) == len(index.digests) == len(texts):
+        index.files = LazyList(data["files"], decode_summary, lambda i: None)  # malformed: summarize the tree
+        if not len(index.paths) == len(index.digests) == len(index.files):
             raise ValueError("index lists of different lengths")
-        index.files = _LazySummaries(texts)
         index.attr_values = {}
         for item in _list(data["attr_values"]):
             attr, number, value = _list(item)
@@ -604,31 +601,6 @@ def decode_summary(data: Any) -> tuple:
         attr, value = _list(item)
         values.append((intern(attr), _expression(value)))
     return (tuple(decoded), tuple(values), frozenset(map(intern, _list(attr_other))))
-
-
-class _LazySummaries:
-    """The per-file summaries of a :class:`ShardGateIndex` read back from the cache: each stays JSON
-    text until first read; a malformed one reads as ``None`` (the rule then summarizes the tree)."""
-
-    __slots__ = ("_texts", "_items")
-
-    def __init__(self, texts: Any) -> None:
-        self._texts = texts
-        self._items: dict[int, tuple | None] = {}
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    def __getitem__(self, i: int) -> tuple | None:
-        if i not in self._items:
-            try:
-                self._items[i] = decode_summary(json.loads(self._texts[i]))
-            except (ValueError, TypeError, KeyError, IndexError, RecursionError):
-                self._items[i] = None
-        return self._items[i]
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self._texts)))
 
 
 class ShardGateFacts(ProjectFacts):

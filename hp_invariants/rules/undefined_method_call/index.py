@@ -27,7 +27,7 @@ from typing import Iterable, NamedTuple
 
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
                                    string_value, walk_nodes)
-from hp_invariants.project import LazyMap, ProjectFacts, StoredTexts, TextTable
+from hp_invariants.project import LazyList, LazyMap, ProjectFacts, TextTable
 
 FORMAT_VERSION = 9
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
@@ -902,8 +902,6 @@ class ClassIndex:
         if type(data) is not dict:
             raise TypeError("index expected")
         paths, modules, texts = _strs(data["paths"]), _strs(data["modules"]), data["files"]
-        if not (isinstance(texts, StoredTexts) and not texts.keyed):
-            texts = _strs(texts)
         digests = [bytes.fromhex(d) for d in _strs(data["digests"])]
         if not len(paths) == len(modules) == len(texts) == len(digests):
             raise ValueError("index lists of different lengths")
@@ -916,7 +914,7 @@ class ClassIndex:
             ClassIndex.__init__(index, index.root, index.paths, rebuilt.files, index.digests)
             return rebuilt.files
 
-        files = _LazyFiles(texts, recover)
+        files = LazyList(texts, lambda plain: _decode_fields(FileSummary, plain), lambda i: recover()[i])
         index = cls(Path(_str(data["root"])), paths, files, digests, modules)  # type: ignore[arg-type]
         index._patched = {_str(owner): set(_strs(attrs)) for owner, attrs in _dict(data["patched"]).items()}
         index._stores = {_str(attr): [_entry(e) for e in _list(entries)] for attr, entries in _dict(data["stores"]).items()}
@@ -1340,35 +1338,6 @@ class ClassIndex:
             elif target == key or target in hier.ancestors or key in self.hierarchy(target).ancestors:
                 return True
         return False
-
-
-class _LazyFiles:
-    """The ``files`` of a :class:`ClassIndex` read back from the cache: each :class:`FileSummary`
-    stays JSON text until first read. A malformed one calls ``recover()``, which gives the index the
-    files rebuilt from the summaries and returns them (this object is then no longer its ``files``)."""
-
-    __slots__ = ("_texts", "_items", "_recover")
-
-    def __init__(self, texts: "list[str] | StoredTexts", recover) -> None:
-        self._texts = texts
-        self._items: list[FileSummary | None] = [None] * len(texts)
-        self._recover = recover
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    def __getitem__(self, i: int) -> FileSummary:
-        item = self._items[i]
-        if item is None:
-            try:
-                item = _decode_fields(FileSummary, json.loads(self._texts[i]))
-            except (ValueError, TypeError, KeyError, IndexError, RecursionError):
-                return self._recover()[i]  # the index now holds the rebuilt files
-            self._items[i] = item
-        return item  # type: ignore[return-value]
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self._texts)))
 
 
 def _strs(value: object) -> list:
