@@ -159,7 +159,7 @@ class TextTable:
     JSON texts, each decoded only when read: a map (``keys``, one per text) or a list (``keys``
     ``None``). The built-object cache stores the texts after its JSON part, raw (not as JSON strings:
     reading the file then decodes none of them); :meth:`ProjectFacts.decode_built` receives them as a
-    :class:`StoredTexts`. Texts must be ASCII (compact JSON with ``ensure_ascii``)."""
+    :class:`StoredTexts`. Texts are stored as UTF-8 (identifiers need not be ASCII)."""
 
     __slots__ = ("texts", "keys")
 
@@ -1024,7 +1024,7 @@ def split_text_tables(plain: Any) -> tuple[Any, bytes]:
     """``plain`` (a project object's plain form) with each :class:`TextTable` value of its top-level
     dict replaced by its description (count, keys, end offsets), and the bytes of all their texts
     in order (the payload :func:`write_json` appends). Raises ``UnicodeEncodeError`` for a text
-    that is not ASCII."""
+    that is not valid Unicode (a lone surrogate)."""
     if type(plain) is not dict:
         return plain, b""
     payload: list[bytes] = []
@@ -1032,7 +1032,7 @@ def split_text_tables(plain: Any) -> tuple[Any, bytes]:
     header: dict[str, Any] = {}
     for key, value in plain.items():
         if isinstance(value, TextTable):
-            texts = [t.encode("ascii") for t in value.texts]
+            texts = [t.encode("utf-8") for t in value.texts]
             ends = list(accumulate(map(len, texts)))  # relative to the table's start, ``at``
             value = {"@texts": len(texts), "keys": value.keys, "at": size, "ends": ends}
             size += ends[-1] if ends else 0

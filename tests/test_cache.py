@@ -614,8 +614,12 @@ def test_text_tables_round_trip_and_reject_bad_descriptions():
                 {"@texts": "1", "keys": None, "at": 0, "ends": [1]}):
         with pytest.raises((TypeError, ValueError)):
             StoredTexts.from_header(bad, raw, 10)
+    unicode = {"t": TextTable(['["gr\u00f6\u00dfe"]', '"\u4e2d"'], ["\u00e9t\u00e9", "x"])}  # identifiers need not be ASCII
+    header, payload = split_text_tables(unicode)
+    back = join_text_tables(header, b"H\n" + payload, 2)["t"]
+    assert json.loads(back.get("\u00e9t\u00e9")) == ["gr\u00f6\u00dfe"] and json.loads(back.get("x")) == "\u4e2d"
     with pytest.raises(UnicodeEncodeError):
-        split_text_tables({"t": TextTable(['"\u00e9"'])})
+        split_text_tables({"t": TextTable(['"\ud800"'])})
 
 
 def test_a_truncated_built_object_is_rebuilt(tmp_path):
@@ -675,3 +679,13 @@ def test_a_damaged_cache_file_reads_as_missing(tmp_path):
     swapped = head.replace(b'"format"', b'"FORMAT"', 1)
     manifest.write_bytes(swapped + manifest.read_bytes()[-9:])  # content changed, old checksum
     assert _check(root, cache) == expected
+
+
+def test_built_objects_are_cached_for_non_ascii_identifiers(tmp_path):
+    """Python identifiers need not be ASCII: the built objects of such a project are still cached
+    (their texts were encoded as ASCII, so the write was silently skipped)."""
+    root = _tree(tmp_path / "proj", {"m.py": "class Gr\u00f6\u00dfe:\n    def \u00e9t\u00e9(self):\n        return gr\u00f6\u00dfe()\n"})
+    cache = tmp_path / "cache"
+    assert _check(root, cache) == (0, [])
+    assert len(list(cache.glob("*.built.*.json"))) == 2
+    assert _check(root, cache) == _check(root, cache, "--no-cache")
