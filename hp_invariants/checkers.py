@@ -192,11 +192,8 @@ class _LazyResolver:
     def __init__(self, checker: HpInvariantsChecker):
         self._checker = checker
 
-    def is_excluded(self, path: str, given: str | None = None) -> bool:
-        return self._checker.resolver().is_excluded(path, given)
-
-    def config_for(self, path):
-        return self._checker.resolver().config_for(path)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._checker.resolver(), name)
 
 
 def _scope_at(module: "nodes.Module", line: int) -> "nodes.NodeNG":

@@ -483,6 +483,15 @@ class Resolver:
         self._by_folder[folder] = config
         return config
 
+    def table_config_for(self, folder: str) -> Config | None:
+        """The configuration read from a file that governs the folder ``folder`` (``--config``, else
+        the nearest ``[tool.hp-invariants]`` table at or above it), or ``None`` when only the defaults
+        govern it: then its ``exclude`` is :data:`DEFAULT_EXCLUDES` whatever its project root (the
+        command-line overrides never change ``exclude``), so a walk need not look the root up."""
+        if self.config_file is not None:
+            return self._load(self.config_file)
+        return self._table_config(os.path.abspath(folder))
+
     def _table_config(self, folder: str) -> Config | None:
         """The configuration of the nearest ``pyproject.toml`` with a ``[tool.hp-invariants]`` table in
         ``folder`` or above, else ``None``; memoized for every folder the search passes (they all have

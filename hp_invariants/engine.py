@@ -350,8 +350,8 @@ def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache:
         folder = os.path.dirname(path)
         config = configs.get(folder, configs)
         if config is configs:
-            config = resolver.config_for(folder or ".")
-            if config.exclude == _DEFAULT_EXCLUDES:  # the project walk already left out what these match
+            config = resolver.table_config_for(folder or ".")  # None: the defaults (no root lookup)
+            if config is not None and config.exclude == _DEFAULT_EXCLUDES:  # the walk left out what these match
                 config = None
             configs[folder] = config
         return config is not None and config.is_excluded(path, given=str(root))
