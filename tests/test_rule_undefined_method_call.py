@@ -521,3 +521,36 @@ def test_recorded_hierarchy_answers_keep_every_member_difference():
     assert _normal(view, hier(names + ["extra"])) != same[0]
     assert _normal(view, hier(names[:-1] + ["m39_renamed"])) != same[0]
     assert _normal(view, hier(names, own=("b",))) != same[0]  # small sets are kept as they are
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("from torch.nn.parallel import DistributedDataParallel as DDP", True),
+    ("model = nn.DataParallel(model)", True),
+    ("DataParallel", True),
+    ("x = (DataParallel)", True),
+    ("from torch.distributed.fsdp import FullyShardedDataParallel", False),
+    ("class _DataParallel: pass\nDataParallelism = 1", False),
+    ("FullyShardedDataParallel(m)\nnn.DataParallel(m)", True),  # a later whole word after a part of one
+    ("", False),
+])
+def test_the_wrapped_local_check_runs_where_a_wrapper_class_is_named_as_a_word(text: str, named: bool):
+    from hp_invariants.rules.undefined_method_call import _names_a_wrapper
+
+    assert _names_a_wrapper(text) is named
+
+
+def test_a_wrapped_local_is_checked_in_a_file_that_also_names_fsdp(tmp_path: Path):
+    """The word test does not drop a file naming both FSDP (a part-word match) and DDP."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import torch
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+
+        def train(model, batch):
+            model = torch.nn.parallel.DistributedDataParallel(model)
+            return model.generate(batch)
+        """))
+    session = session_for_rules([RULE], project=Project(use_cache=False))
+    result = session.check_path(str(tmp_path / "train.py"))
+    assert [(f.rule_id, f.line) for f in result.findings] == [("E9503", 7)]

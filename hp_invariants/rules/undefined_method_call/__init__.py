@@ -284,6 +284,28 @@ WRAPPERS = frozenset({"torch.nn.parallel.distributed.DistributedDataParallel",
                       "torch.nn.parallel.data_parallel.DataParallel"})
 """Framework wrappers a script rebinds a model to (``model = DDP(model)``): their instances have
 the catalogued members and the registered ``module`` only (no forwarding ``__getattr__``)."""
+_WRAPPER_WORDS = tuple(sorted({w.rsplit(".", 1)[-1] for w in WRAPPERS}))
+
+
+def _names_a_wrapper(text: str) -> bool:
+    """True when ``text`` names a class of :data:`WRAPPERS` as a whole word: a file that never does
+    has no ``model = DDP(model)`` to check (``FullyShardedDataParallel`` does not name
+    ``DataParallel``). Plain substring search (a regular expression starting with ``\\b`` tries
+    every offset of the file)."""
+    for word in _WRAPPER_WORDS:
+        at = text.find(word)
+        while at >= 0:
+            after = at + len(word)
+            if (at == 0 or not _is_word_char(text[at - 1])) and (after == len(text) or not _is_word_char(text[after])):
+                return True
+            at = text.find(word, at + 1)
+    return False
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
 CALLABLE_TAKERS = frozenset({"partial", "partialmethod", "apply", "map", "filter", "starmap", "submit",
                              "checkpoint", "register", "add_done_callback", "call_soon", "run_in_executor"})
 """Callees whose positional arguments are callables: ``partial(self.m, ...)``, ``self.apply(self.m)``."""
@@ -372,6 +394,7 @@ class _State:
         self.adding_decorators = tuple(re.compile(p) for p in ctx.option(rule, "member-adding-decorators"))
         self.ignored = tuple(re.compile(p) for p in ctx.option(rule, "unchecked-classes"))
         self.scans: dict[ast.AST, _Scan] = {}  # method -> its scan by check_class (reused by check_annotated)
+        self.tops: dict[ast.AST, _ScanView] = {}  # function -> its scan outside nested functions
         self.backend_names = frozenset(ctx.option(rule, "device-backend-methods"))
         self._open: dict[ClassKey, bool] = {}
         self._ignored_lines: frozenset[int] | None = None if "type: ignore" in ctx.source.text else frozenset()
@@ -653,6 +676,17 @@ class _State:
             out[attr] = next(iter(keys))
         return out
 
+    def top_scan(self, func: ast.AST) -> "_ScanView":
+        """The scan of ``func`` outside nested functions and lambdas (one walk per function: taken
+        from :meth:`check_class`'s scan of a method, else made once and kept)."""
+        known = self.scans.get(func)
+        if known is not None:
+            return known.top
+        top = self.tops.get(func)
+        if top is None:
+            top = self.tops[func] = _Scan(func, None).top
+        return top
+
     # ------------------------------------------------------------------ annotated parameters
     def check_annotated(self, functions: list) -> Iterator[Finding]:
         """Calls on parameters annotated with a project class (INFERENCE): also the annotated first
@@ -673,8 +707,7 @@ class _State:
                     typed[param.arg] = resolved
             if not typed:
                 continue
-            known = self.scans.get(func)
-            scan = known.top if known is not None else _Scan(func, None)
+            scan = self.top_scan(func)
             for name in scan.rebound:
                 typed.pop(name, None)
             for name in list(typed):
@@ -701,7 +734,7 @@ class _State:
         then ``model.m()`` after it where the wrapper's class has no ``m``: DDP forwards
         ``.module``, not arbitrary methods (its catalog entry lists what it provides)."""
         text = self.ctx.source.text
-        if not any(w.rsplit(".", 1)[-1] in text for w in WRAPPERS):
+        if not _names_a_wrapper(text):
             return
         for func in functions:
             bound: dict[str, tuple[CatalogEntry, int]] = {}
@@ -718,8 +751,7 @@ class _State:
             bound = {n: v for n, v in bound.items() if stores.get(n) == 1}
             if not bound:
                 continue
-            known = self.scans.get(func)
-            scan = known.top if known is not None else _Scan(func, None)
+            scan = self.top_scan(func)
             for call in scan.calls:
                 value = call.func.value  # type: ignore[attr-defined]
                 if value.__class__ is not ast.Name or value.id not in bound:
@@ -963,14 +995,16 @@ class _Scan:
                 if receiver is not None:
                     callee = func_node.attr if func_node.__class__ is ast.Attribute else \
                         func_node.id if func_node.__class__ is ast.Name else ""
-                    if callee in CALLABLE_TAKERS or _HOOK_CALL.fullmatch(callee):
+                    if callee in CALLABLE_TAKERS or "hook" in callee and _HOOK_CALL.fullmatch(callee):
                         for arg in node.args:
                             if arg.__class__ is ast.Attribute:
                                 refs.append((arg, arg))
                     for kw in node.keywords:
                         if kw.arg in CALLABLE_KEYWORDS and kw.value.__class__ is ast.Attribute:
                             refs.append((kw.value, kw.value))
-                if receiver is not None and node.args:
+                if receiver is not None and node.args and (func_node.attr in _STORING_METHODS if func_node.__class__
+                                                           is ast.Attribute else func_node.__class__ is ast.Name
+                                                           and func_node.id == "setattr"):
                     stores.extend(_self_stores(node, receiver))
             elif kind is ast.ClassDef:
                 continue
@@ -989,8 +1023,9 @@ class _Scan:
                 rebound.update(node.names)
                 if not depth and receiver is not None:
                     top_rebound.update(node.names)
-            elif receiver is not None and kind in _STORE_KINDS:
-                stores.extend(_self_stores(node, receiver))
+            elif receiver is not None and kind in _STORE_KINDS and not (
+                    kind is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name):
+                stores.extend(_self_stores(node, receiver))  # (``x = ...``, the common store, stores no attribute)
             for name in plans[kind]:
                 value = getattr(node, name, None)
                 if value is None:
@@ -1054,6 +1089,10 @@ def _class_body_names(class_node: ast.ClassDef) -> set[str]:
     return names
 
 
+_STORING_METHODS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter"})
+"""Methods of a module that store an attribute named by their first argument."""
+
+
 def _self_stores(node: ast.AST, receiver: str) -> list[tuple[str, ast.AST | None]]:
     """``(attr, value)`` pairs a statement/call stores on ``receiver`` (value None when unknown)."""
     out: list[tuple[str, ast.AST | None]] = []
@@ -1087,7 +1126,7 @@ def _self_stores(node: ast.AST, receiver: str) -> list[tuple[str, ast.AST | None
             attr = node.args[1]
             out.append((attr.value if isinstance(attr, ast.Constant) and isinstance(attr.value, str) else "?", None))
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == receiver and \
-                func.attr in ("add_module", "register_module", "register_buffer", "register_parameter"):
+                func.attr in _STORING_METHODS:
             attr = node.args[0]
             if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
                 out.append((attr.value, None))
