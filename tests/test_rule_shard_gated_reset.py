@@ -811,3 +811,53 @@ def test_a_cached_caller_without_a_definition_does_not_crash_the_check(tmp_path)
     index = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
     assert "apply_fsdq" not in project_closure(index, frozenset({"fully_shard"}))  # it raised KeyError
     assert isinstance(_check_project(root, "train.py", cache), list)
+
+
+def test_dropping_a_gate_name_that_is_project_code_is_never_a_safe_fix(tmp_path):
+    """`is_shard` read as an attribute runs project code when the project defines it (a placement's
+    `is_shard()` method, a property elsewhere); the file's own plain store shadows the project."""
+    placements = """
+        class Shard:
+            def is_shard(self, dim=None):
+                return True
+        """
+    reads = """
+        class State:
+            def lazy_init(self):
+                if self.is_shard:
+                    for p in self.params:
+                        p.reset_sharded_param()
+        """
+    stores = """
+        class State:
+            def __init__(self, is_shard):
+                self.is_shard = is_shard
+
+            def lazy_init(self):
+                if self.is_shard:
+                    for p in self.params:
+                        p.reset_sharded_param()
+        """
+    root = _project(tmp_path, {"placements.py": placements, "state.py": reads, "seed.py": stores})
+    (unsafe,) = _check_project(root, "state.py")
+    assert unsafe.fix.applicability is Applicability.UNSAFE
+    (safe,) = _check_project(root, "seed.py")
+    assert safe.fix.applicability is Applicability.SAFE
+    # without any definition of the name in the project, the read is a plain attribute read
+    (tmp_path / "placements.py").write_text("")
+    (alone,) = _check_project(root, "state.py")
+    assert alone.fix.applicability is Applicability.SAFE
+    # the same holds for an attribute inside a degree comparison (`self.world_size` a property)
+    compare = """
+        class Mesh:
+            @property
+            def world_size(self):
+                return self._ws
+
+        def wrap(self, model):
+            if self.world_size > 1:
+                fully_shard(model)
+        """
+    root = _project(tmp_path / "cmp", {"mesh.py": compare})
+    (finding,) = _check_project(root, "mesh.py")
+    assert finding.fix.applicability is Applicability.UNSAFE

@@ -272,8 +272,10 @@ step now also runs at shard degree 1" (checked by the executable oracle in
   have no side effects;
 * for a short circuit `gate and step()`: an expression statement whose operands between the gate
   and the step have no side effects;
-* the dropped gate runs no project code (not a `@property` or function of the project) and binds
-  no name (a walrus gate is safe only as the whole test, `if (need := ws > 1):`, kept as
+* the dropped gate runs no project code (not a `@property` or function of the project: a gate name
+  read as an attribute, `self.is_shard`, or an attribute in a degree comparison counts as project
+  code when the project defines that name, unless this file stores it as a plain instance
+  attribute and defines no such name itself, as the seed's class does) and binds no name (a walrus gate is safe only as the whole test, `if (need := ws > 1):`, kept as
   `need = ws > 1`).
 
 Where the rewrite sits (inside other `if`/`elif`/`else` branches, loops with `else`,
@@ -348,7 +350,7 @@ from typing import Iterable, Sequence
 import dataclasses
 import weakref
 
-from hp_invariants.astutil import EXITS, FunctionNode, always_exits, dotted_name, last_name, walk_function_body
+from hp_invariants.astutil import EXITS, FunctionNode, always_exits, dotted_name, last_name, walk_function_body, walk_nodes
 from hp_invariants.model import Applicability, Confidence, Edit, Option, Rule
 from hp_invariants.rules import shard_gate_facts as facts
 from hp_invariants.rules.shard_gate_facts import ShardGateFacts, ShardGateIndex, mesh_receiver
@@ -869,6 +871,27 @@ class _Analyzer:
                 return sign, False
         return 0, False
 
+    def runs_project_code(self, expr: ast.AST) -> bool:
+        """True when evaluating the gate ``expr`` (a gate name or a degree comparison) may run project
+        code: it reads an attribute or calls a name that a ``def`` of the project provides (a
+        ``@property``, a method, a function). An attribute this file stores (``self.is_shard =
+        is_shard``) and does not define is a plain instance attribute; otherwise the definitions are
+        this file's when it has one, else every other project file's (as for the gates themselves).
+        Dropping a gate that runs project code is never a safe fix (its side effects go with it)."""
+        local = self.local()
+        for node in walk_nodes(expr):
+            if node.__class__ is ast.Attribute:
+                name = node.attr
+                if name not in local.functions and (name in local.attr_values or name in local.attr_other):
+                    continue
+            elif node.__class__ is ast.Call and node.func.__class__ is ast.Name:
+                name = node.func.id
+            else:
+                continue
+            if self.functions_named(name):
+                return True
+        return False
+
     def _definitions(self, expr: ast.AST) -> tuple[list[ast.AST], str]:
         """Same-file properties (attribute read) or functions (call) that ``expr`` evaluates."""
         if isinstance(expr, ast.Attribute):
@@ -895,7 +918,8 @@ class _Analyzer:
         if atom:
             if (atom > 0) == truth:
                 text = self.ctx.text_of(expr)
-                return Gate(expr, text if atom > 0 else f"not ({text})", shard=shard)
+                return Gate(expr, text if atom > 0 else f"not ({text})", drop_unsafe=self.runs_project_code(expr),
+                            shard=shard)
             return None
         if isinstance(expr, ast.NamedExpr):
             inner = self.degree(expr.value, truth, scope, depth + 1)
