@@ -193,6 +193,11 @@ class _LazyResolver:
         self._checker = checker
 
     def __getattr__(self, name: str) -> Any:
+        """Every public :class:`Resolver` attribute, from the checker's resolver. Private and dunder
+        names are not forwarded: an instance made without ``__init__`` (unpickled into pylint's
+        ``-j`` workers, copied) has no ``_checker`` yet, and looking it up must not recurse."""
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self._checker.resolver(), name)
 
 

@@ -78,3 +78,28 @@ def test_unused_noqa_is_reported_not_a_crash(tmp_path: Path):
     (useless,) = [m for m in both if m["message-id"] == "I9500"]
     assert useless["symbol"] == "hp-invariants-useless-suppression" and "E9503" in useless["message"]
     assert useless["line"] == GATED.count("\n") + 2
+
+
+def test_parallel_jobs_report_what_one_process_reports(tmp_path: Path):
+    """pylint -j 2 pickles the linter, plugin included, into its workers (regression: the lazy
+    resolver's attribute forwarding recursed on an instance made without __init__)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "a.py").write_text(GATED)
+    (tmp_path / "b.py").write_text(GATED)
+    code_one, one = _pylint(tmp_path, "a.py", "b.py")
+    code_two, two = _pylint(tmp_path, "-j", "2", "a.py", "b.py")
+    assert code_one == code_two and code_one & 2
+    assert sorted((m["path"], m["line"], m["message-id"]) for m in two) == \
+        sorted((m["path"], m["line"], m["message-id"]) for m in one) == [("a.py", 5, "E9502"), ("b.py", 5, "E9502")]
+
+
+def test_the_lazy_resolver_survives_pickling_and_copying():
+    import copy
+    import pickle
+
+    from hp_invariants.checkers import _LazyResolver
+
+    bare = _LazyResolver.__new__(_LazyResolver)  # what unpickling makes before restoring __dict__
+    assert not hasattr(bare, "_checker")
+    copy.copy(bare)
+    pickle.loads(pickle.dumps(bare))
