@@ -6,6 +6,8 @@ import ast
 import re
 import textwrap
 
+import pytest
+
 from hp_invariants.engine import session_for_rules
 from hp_invariants.fixer import fix_text
 from hp_invariants.model import Applicability, Confidence
@@ -861,3 +863,49 @@ def test_dropping_a_gate_name_that_is_project_code_is_never_a_safe_fix(tmp_path)
     root = _project(tmp_path / "cmp", {"mesh.py": compare})
     (finding,) = _check_project(root, "mesh.py")
     assert finding.fix.applicability is Applicability.UNSAFE
+
+
+GATED_READ = """
+    class State(Base):
+        def lazy_init(self):
+            if self.is_shard:
+                for p in self.params:
+                    p.reset_sharded_param()
+    """
+
+
+@pytest.mark.parametrize(("files", "reader"), [
+    # a property made by property(getter) in a class body, here and in a base class of another file
+    ({"state.py": "class Base:\n    def _get(self):\n        return self.ws > 1\n    is_shard = property(_get)\n"
+      + textwrap.dedent(GATED_READ)}, "state.py"),
+    # a descriptor instance bound in the class body
+    ({"state.py": "class Flag:\n    def __get__(self, obj, owner):\n        return obj.ws > 1\n\n\n"
+      "class Base:\n    is_shard = Flag()\n" + textwrap.dedent(GATED_READ)}, "state.py"),
+    # stored by this file, but a base class elsewhere has a property (a data descriptor wins)
+    ({"base.py": "class Base:\n    @property\n    def is_shard(self):\n        return self._s\n"
+                 "    @is_shard.setter\n    def is_shard(self, v):\n        self._s = v\n",
+      "state.py": "from base import Base\n" + textwrap.dedent(GATED_READ).replace(
+          "    def lazy_init", "    def __init__(self, s):\n        self.is_shard = s\n\n    def lazy_init")}, "state.py"),
+])
+def test_gate_names_bound_to_project_code_are_dropped_only_unsafely(tmp_path, files, reader):
+    root = _project(tmp_path, files)
+    (finding,) = _check_project(root, reader)
+    assert finding.fix.applicability is Applicability.UNSAFE
+
+
+@pytest.mark.parametrize("binding", [
+    "from dist_utils import dp_world_size as get_world_size",
+    "from dist_utils import dp_world_size\nget_world_size = dp_world_size",
+    "get_world_size = lambda: 2",
+])
+def test_a_degree_call_through_an_alias_of_project_code_is_dropped_only_unsafely(tmp_path, binding):
+    utils = "import torch.distributed as dist\n\n\ndef dp_world_size():\n    dist.init_process_group('gloo')\n" \
+            "    return dist.get_world_size()\n"
+    uses = binding + "\n\n\ndef wrap(model):\n    if get_world_size() > 1:\n        fully_shard(model)\n"
+    root = _project(tmp_path, {"dist_utils.py": utils, "train.py": uses})
+    (finding,) = _check_project(root, "train.py")
+    assert finding.fix.applicability is Applicability.UNSAFE
+    # the library's own function, imported under its name, runs no project code
+    (tmp_path / "train.py").write_text(uses.replace(binding, "from torch.distributed import get_world_size"))
+    (finding,) = _check_project(root, "train.py")
+    assert finding.fix.applicability is Applicability.SAFE

@@ -272,10 +272,15 @@ step now also runs at shard degree 1" (checked by the executable oracle in
   have no side effects;
 * for a short circuit `gate and step()`: an expression statement whose operands between the gate
   and the step have no side effects;
-* the dropped gate runs no project code (not a `@property` or function of the project: a gate name
-  read as an attribute, `self.is_shard`, or an attribute in a degree comparison counts as project
-  code when the project defines that name, unless this file stores it as a plain instance
-  attribute and defines no such name itself, as the seed's class does) and binds no name (a walrus gate is safe only as the whole test, `if (need := ws > 1):`, kept as
+* the dropped gate runs no project code (not a `@property` or function of the project). An
+  attribute read in the gate (`self.is_shard`, `self.world_size > 1`) counts as project code when
+  the project has a `@property` of that name anywhere, or this file defines the name or binds it
+  in a class body to a non-constant (`property(getter)`, a descriptor), or another file defines
+  it and this file does not store it as a plain instance attribute (the seed's class stores
+  `self.is_shard`, so the seed stays safe); a called name counts when the project defines it or
+  what this file aliases it to (`from utils import dp_size as get_world_size`, `f = g`, a
+  `lambda`). Not followed: `__getattr__`, and `property(...)`/descriptors bound in a class body of
+  another file. The dropped gate also binds no name (a walrus gate is safe only as the whole test, `if (need := ws > 1):`, kept as
   `need = ws > 1`).
 
 Where the rewrite sits (inside other `if`/`elif`/`else` branches, loops with `else`,
@@ -569,6 +574,8 @@ class _Analyzer:
         number = index.file_index(ctx.path) if index is not None else None
         self.file_no = -1 if number is None else number
         self._local: _LocalFacts | None = None
+        self._class_names: frozenset[str] | None = None
+        self._alias_names: dict[str, str | None] | None = None
         self._must_run: dict[str, str] | None = None
 
     # ------------------------------------------------------------------ names
@@ -873,24 +880,70 @@ class _Analyzer:
 
     def runs_project_code(self, expr: ast.AST) -> bool:
         """True when evaluating the gate ``expr`` (a gate name or a degree comparison) may run project
-        code: it reads an attribute or calls a name that a ``def`` of the project provides (a
-        ``@property``, a method, a function). An attribute this file stores (``self.is_shard =
-        is_shard``) and does not define is a plain instance attribute; otherwise the definitions are
-        this file's when it has one, else every other project file's (as for the gates themselves).
-        Dropping a gate that runs project code is never a safe fix (its side effects go with it)."""
+        code, so that dropping it is never a safe fix (its side effects go with it).
+
+        An attribute read runs project code when the project defines a ``@property`` of that name
+        anywhere (a data descriptor wins over an instance store), when this file defines that name
+        or binds it in a class body to anything but a constant (``property(getter)``, a descriptor
+        instance), or, unless this file stores it as a plain instance attribute (``self.is_shard =
+        is_shard``: the seed's class), when another project file defines that name. A call of a
+        name runs project code when the project defines the name it calls: the name itself, or
+        what this file aliases it to (``from utils import dp_size as get_world_size``,
+        ``get_world_size = _dp_size``; a ``lambda`` always counts). Not followed: ``__getattr__``,
+        and a ``property(getter)`` or descriptor bound in a class body of another file (the index
+        does not tell class-body bindings from instance stores there)."""
         local = self.local()
         for node in walk_nodes(expr):
             if node.__class__ is ast.Attribute:
                 name = node.attr
-                if name not in local.functions and (name in local.attr_values or name in local.attr_other):
-                    continue
+                if self._is_project_property(name) or name in local.functions or name in self._class_bound():
+                    return True
+                if name in local.attr_values or name in local.attr_other:
+                    continue  # a plain instance attribute of this file
+                if self.functions_named(name):
+                    return True
             elif node.__class__ is ast.Call and node.func.__class__ is ast.Name:
-                name = node.func.id
-            else:
-                continue
-            if self.functions_named(name):
-                return True
+                name = self._aliases().get(node.func.id, node.func.id)
+                if name is None or self.functions_named(name):
+                    return True
         return False
+
+    def _is_project_property(self, name: str) -> bool:
+        if any(f.is_property for f in self.local().functions.get(name, ())):
+            return True
+        return self.index is not None and any(f.is_property for n, f in self.index.functions.get(name, ())
+                                              if n != self.file_no)
+
+    def _class_bound(self) -> frozenset[str]:
+        """Names bound in a class body of this file to something other than a constant."""
+        if self._class_names is None:
+            names: set[str] = set()
+            for cls in self.ctx.nodes_of(ast.ClassDef):
+                for stmt in cls.body:
+                    if stmt.__class__ is ast.Assign and stmt.value.__class__ is not ast.Constant:
+                        names.update(t.id for t in stmt.targets if t.__class__ is ast.Name)
+                    elif stmt.__class__ is ast.AnnAssign and stmt.value is not None \
+                            and stmt.value.__class__ is not ast.Constant and stmt.target.__class__ is ast.Name:
+                        names.add(stmt.target.id)
+            self._class_names = frozenset(names)
+        return self._class_names
+
+    def _aliases(self) -> dict[str, str | None]:
+        """Module-level names of this file bound to another name (``import ... as``, ``x = y``;
+        ``None``: bound to a ``lambda``)."""
+        if self._alias_names is None:
+            aliases: dict[str, str | None] = {}
+            for stmt in self.ctx.tree.body:
+                if stmt.__class__ is ast.ImportFrom:
+                    aliases.update((a.asname, a.name) for a in stmt.names if a.asname and a.asname != a.name)
+                elif stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
+                    value = stmt.value
+                    if value.__class__ is ast.Lambda:
+                        aliases[stmt.targets[0].id] = None
+                    elif value.__class__ in (ast.Name, ast.Attribute):
+                        aliases[stmt.targets[0].id] = last_name(value)
+            self._alias_names = aliases
+        return self._alias_names
 
     def _definitions(self, expr: ast.AST) -> tuple[list[ast.AST], str]:
         """Same-file properties (attribute read) or functions (call) that ``expr`` evaluates."""
