@@ -90,6 +90,16 @@ def codemod_cases() -> list[CodemodCase]:
     return cases
 
 
+def alone_copy(fixture: Path, folder: Path) -> Path:
+    """A copy of the codemod fixture ``fixture`` as the only file of its own project (what each
+    fixture means: no other file of this repository, fixtures or smoke modules, is its project)."""
+    folder.mkdir()
+    (folder / "pyproject.toml").write_text("")
+    copy = folder / fixture.name
+    copy.write_bytes(fixture.read_bytes())
+    return copy
+
+
 def blocked_torch_env(tmp_path: Path) -> dict[str, str]:
     """An environment in which ``import torch`` fails, as in a codecheck job without torch."""
     blocker = tmp_path / "block"

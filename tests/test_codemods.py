@@ -13,7 +13,7 @@ from pathlib import Path
 
 from libcst.codemod import CodemodContext, CodemodTest
 
-from fixturelib import codemod_cases, unexcluded_config
+from fixturelib import alone_copy, codemod_cases, unexcluded_config
 from hp_invariants import codemods, engine, fixer
 from hp_invariants.project import Project
 from hp_invariants.registry import get_rule
@@ -31,22 +31,24 @@ class _RuleCodemodCase(CodemodTest):
         folder = tempfile.TemporaryDirectory(prefix="hp-codemod-")
         self.addCleanup(folder.cleanup)
         self.config = str(unexcluded_config(Path(folder.name)))
+        self.folder = Path(folder.name)
 
     def run_case(self, case) -> None:
         before = case.before.read_bytes().decode()
         after = case.after.read_bytes().decode()
         if "\r" in before:
             self.skipTest("CodemodTest normalizes line endings; CRLF cases run in test_fixtures.py")
-        context = CodemodContext(filename=str(case.before))
+        alone = str(alone_copy(case.before, self.folder / "alone"))  # the fixture as its own project
+        context = CodemodContext(filename=alone)
         unchanged = CodemodTest.make_fixture_data(before) == CodemodTest.make_fixture_data(after)
-        self.assertCodemod(before, after, context_override=CodemodContext(filename=str(case.before)),
+        self.assertCodemod(before, after, context_override=CodemodContext(filename=alone),
                            expected_skip=unchanged, config=self.config)
         # idempotent: the expected output is left alone by a second pass
         self.assertCodemod(after, after, context_override=context, expected_skip=True, config=self.config)
         # and check reports nothing the command could fix any more
-        source = SourceFile(path=str(case.before), text=CodemodTest.make_fixture_data(after))
+        source = SourceFile(path=alone, text=CodemodTest.make_fixture_data(after))
         session = engine.session_for_rules([get_rule(case.rule)], project=Project(use_cache=False))
-        findings = session.findings(source, engine.parse(source), session.settings_for(str(case.before)))
+        findings = session.findings(source, engine.parse(source), session.settings_for(alone))
         self.assertEqual([f for f in findings if fixer.allowed(f, unsafe=False)], [])
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fixturelib import (FIXTURES, blocked_torch_env, checker_cases, codemod_cases, fixtures_without_expectations,
+from fixturelib import (FIXTURES, alone_copy, blocked_torch_env, checker_cases, codemod_cases, fixtures_without_expectations,
                         unexcluded_config)
 from hp_invariants import engine, fixer
 from hp_invariants.cli import main
@@ -84,21 +84,11 @@ def _fix(path: Path, unsafe: bool) -> fixer.FixOutcome:
     return fixer.fix_source(session, source, session.settings_for(str(path)), unsafe=unsafe)
 
 
-def _alone(fixture: Path, folder: Path) -> Path:
-    """A copy of the codemod fixture ``fixture`` as the only file of its own project (what each
-    fixture means: no other file of this repository, fixtures or smoke modules, is its project)."""
-    folder.mkdir()
-    (folder / "pyproject.toml").write_text("")
-    copy = folder / fixture.name
-    copy.write_bytes(fixture.read_bytes())
-    return copy
-
-
 @pytest.mark.parametrize("case", CODEMOD, ids=lambda c: c.name)
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 def test_fix_produces_expected_output_and_is_idempotent(case, unsafe, tmp_path):
     expected_file = (case.after_unsafe or case.after) if unsafe else case.after
-    outcome = _fix(_alone(case.before, tmp_path / "alone"), unsafe)
+    outcome = _fix(alone_copy(case.before, tmp_path / "alone"), unsafe)
     assert outcome.text == expected_file.read_bytes().decode()
     assert not outcome.rejected
     # a second pass changes nothing, and check no longer reports what was fixed
@@ -118,7 +108,7 @@ def test_libcst_codemod_command_matches_fix(case, tmp_path):
 
     rule = get_rule(case.rule)
     command_cls = codemods.COMMANDS[rule.rule_id]
-    alone = _alone(case.before, tmp_path / "alone")
+    alone = alone_copy(case.before, tmp_path / "alone")
     command = command_cls(CodemodContext(filename=str(alone)), config=str(unexcluded_config(tmp_path)))
     before = case.before.read_bytes().decode()
     result = transform_module(command, before)
