@@ -19,7 +19,9 @@ object's MRO provides it and nothing assigns it:
   inspects the parameter's type (`if not isinstance(p, C): raise` narrows `p` to `C`);
 * `model.m(...)` after `model = DDP(model)` (a local bound once to `DistributedDataParallel` or
   `DataParallel`): the wrapper provides its catalogued members and `.module`, not the wrapped
-  model's methods.
+  model's methods. Checked in files that name one of the two classes as a word (an import of it,
+  under any alias, does); a wrapper re-exported by a project module under another name and
+  imported from there is not followed.
 
 A function in a class body whose unannotated first parameter is not named `self`/`cls` (without
 `@staticmethod`, called through the class: `Cls.f(x)`) is not a method: its parameter is not the
