@@ -65,11 +65,7 @@ class ShardState:
             owner = model.get_submodule(owner_name)
             self.hsdp_params.append(ShardedParamHandle(owner, name, group, device, seed))
         self._reset_sharded_params = False
-
-    @property
-    def is_shard(self) -> bool:
-        """True when the parameters are really split over more than one rank."""
-        return self.world_size > 1
+        self.is_shard = self.world_size > 1  # the parameters are really split over more than one rank
 
     def lazy_init(self) -> None:
         """Run once before the first forward: reset every sharded parameter."""
