@@ -348,12 +348,11 @@ def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache:
 
     def excluded(path: str, root: Path) -> bool:  # Resolver.is_excluded, its configuration memoized per folder
         folder = os.path.dirname(path)
-        config = configs.get(folder, configs)
-        if config is configs:
+        if folder not in configs:
             config = resolver.table_config_for(folder or ".")  # None: the defaults (no root lookup)
-            if config is not None and config.exclude == _DEFAULT_EXCLUDES:  # the walk left out what these match
-                config = None
-            configs[folder] = config
+            # with only the default excludes, the project walk already left out what they match
+            configs[folder] = None if config is None or config.exclude == _DEFAULT_EXCLUDES else config
+        config = configs[folder]
         return config is not None and config.is_excluded(path, given=str(root))
 
     def cache_for(root: Path) -> str | None:

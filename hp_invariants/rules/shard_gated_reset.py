@@ -280,8 +280,8 @@ step now also runs at shard degree 1" (checked by the executable oracle in
   `self.is_shard`, so the seed stays safe); a called name counts when the project defines it or
   what this file aliases it to (`from utils import dp_size as get_world_size`, `f = g`, a
   `lambda`). Not followed: `__getattr__`, and `property(...)`/descriptors bound in a class body of
-  another file. The dropped gate also binds no name (a walrus gate is safe only as the whole test, `if (need := ws > 1):`, kept as
-  `need = ws > 1`).
+  another file. The dropped gate also binds no name (a walrus gate is safe only as the whole test,
+  `if (need := ws > 1):`, kept as `need = ws > 1`).
 
 Where the rewrite sits (inside other `if`/`elif`/`else` branches, loops with `else`,
 `try`/`except`/`finally`, `with` blocks) does not change its applicability: the step itself is what
