@@ -208,7 +208,9 @@ from hp_invariants.rules.undefined_method_call.index import (
     ClassKey,
     Hierarchy,
     UNKNOWN,
+    assigned_name_arg,
     class_nodes,
+    is_setattr,
     module_name,
     qualify,
     summarize,
@@ -1004,9 +1006,10 @@ class _Scan:
                     for kw in node.keywords:
                         if kw.arg in CALLABLE_KEYWORDS and kw.value.__class__ is ast.Attribute:
                             refs.append((kw.value, kw.value))
-                if receiver is not None and node.args and (func_node.attr in _STORING_METHODS if func_node.__class__
-                                                           is ast.Attribute else func_node.__class__ is ast.Name
-                                                           and func_node.id == "setattr"):
+                if receiver is not None and (node.args or node.keywords) and (
+                        func_node.attr in _STORING_METHODS or func_node.attr == "setattr"
+                        if func_node.__class__ is ast.Attribute else func_node.__class__ is ast.Name
+                        and func_node.id == "setattr"):
                     stores.extend(_self_stores(node, receiver))
             elif kind is ast.ClassDef:
                 continue
@@ -1121,15 +1124,15 @@ def _self_stores(node: ast.AST, receiver: str) -> list[tuple[str, ast.AST | None
                 targets(item.optional_vars, None)
     elif isinstance(node, ast.NamedExpr):
         pass
-    elif isinstance(node, ast.Call) and node.args:
+    elif isinstance(node, ast.Call):
         func = node.func
-        if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) >= 2 and \
+        if is_setattr(func) and len(node.args) >= 2 and \
                 isinstance(node.args[0], ast.Name) and node.args[0].id == receiver:
             attr = node.args[1]
             out.append((attr.value if isinstance(attr, ast.Constant) and isinstance(attr.value, str) else "?", None))
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == receiver and \
                 func.attr in _STORING_METHODS:
-            attr = node.args[0]
+            attr = assigned_name_arg(node)
             if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
                 out.append((attr.value, None))
     return out

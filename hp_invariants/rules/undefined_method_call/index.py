@@ -368,7 +368,7 @@ class _Summarizer:
                     for kw in node.keywords:
                         if simple_class_name(kw.value) is not None:
                             use(kw.value)
-                if name == "setattr" and func.__class__ is ast.Name and len(node.args) >= 2:
+                if is_setattr(func) and len(node.args) >= 2:
                     owner = dotted_name(node.args[0])
                     if not owner or owner.split(".")[0] not in ("self", "cls"):
                         attr = string_value(node.args[1])
@@ -485,7 +485,7 @@ def decorator_adds(func: ast.AST) -> set[str]:
             if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and \
                     isinstance(sub.value, ast.Name) and sub.value.id == param:
                 name = sub.attr
-            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
+            elif isinstance(sub, ast.Call) and is_setattr(sub.func) \
                     and len(sub.args) >= 2 and isinstance(sub.args[0], ast.Name) and sub.args[0].id == param:
                 name = string_value(sub.args[1]) or "*"
             elif isinstance(sub, ast.Attribute) and sub.attr == "__dict__" and \
@@ -709,6 +709,22 @@ def _walk_method(method: ast.AST) -> list[ast.AST]:
     return out
 
 
+def is_setattr(func: ast.AST) -> bool:
+    """``setattr`` or ``builtins.setattr``."""
+    if func.__class__ is ast.Name:
+        return func.id == "setattr"
+    return func.__class__ is ast.Attribute and func.attr == "setattr" and func.value.__class__ is ast.Name \
+        and func.value.id == "builtins"
+
+
+def assigned_name_arg(call: ast.Call) -> ast.AST | None:
+    """The argument naming the attribute that an ``add_module``/``register_*`` call creates: the first
+    positional one, else the ``name=`` keyword (``None`` when there is neither)."""
+    if call.args:
+        return call.args[0]
+    return next((k.value for k in call.keywords if k.arg == "name"), None)
+
+
 def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> bool:
     """Add names a call creates on the receiver; return True when the name is computed."""
     func = call.func
@@ -717,16 +733,17 @@ def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> boo
     def is_receiver(node: ast.AST) -> bool:
         return isinstance(node, ast.Name) and node.id in receivers
 
-    if isinstance(func, ast.Name) and func.id == "setattr" and len(args) >= 2 and is_receiver(args[0]):
+    if is_setattr(func) and len(args) >= 2 and is_receiver(args[0]):
         name = string_value(args[1])
         if name is None:
             return True
         members.add(name)
         return False
     if isinstance(func, ast.Attribute):
-        # self.add_module("x", m), self.register_buffer("x", t), ...
-        if func.attr in _ASSIGN_CALLS and is_receiver(func.value) and args:
-            name = string_value(args[0])
+        # self.add_module("x", m), self.register_buffer(name="x", tensor=t), ...
+        target = assigned_name_arg(call) if func.attr in _ASSIGN_CALLS and is_receiver(func.value) else None
+        if target is not None:
+            name = string_value(target)
             if name is None:
                 return True
             members.add(name)
