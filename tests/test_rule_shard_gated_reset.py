@@ -909,3 +909,67 @@ def test_a_degree_call_through_an_alias_of_project_code_is_dropped_only_unsafely
     (tmp_path / "train.py").write_text(uses.replace(binding, "from torch.distributed import get_world_size"))
     (finding,) = _check_project(root, "train.py")
     assert finding.fix.applicability is Applicability.SAFE
+
+
+UTILS = """
+    import torch.distributed as dist
+
+
+    def dp_size():
+        dist.barrier()
+        return dist.get_world_size()
+
+
+    class Base:
+        @property
+        def _ready(self):
+            dist.barrier()
+            return True
+    """
+
+
+@pytest.mark.parametrize("code", [
+    # an alias of a project function bound in a function, a try block, by partial, in a chain
+    "def wrap(model):\n    from utils import dp_size as get_world_size\n    if get_world_size() > 1:\n"
+    "        fully_shard(model)\n",
+    "try:\n    from utils import dp_size as get_world_size\nexcept ImportError:\n    get_world_size = None\n\n\n"
+    "def wrap(model):\n    if get_world_size() > 1:\n        fully_shard(model)\n",
+    "import functools\nfrom utils import dp_size\nget_world_size = functools.partial(dp_size)\n\n\n"
+    "def wrap(model):\n    if get_world_size() > 1:\n        fully_shard(model)\n",
+    "from utils import dp_size\n_ws = dp_size\nget_world_size = _ws\n\n\n"
+    "def wrap(model):\n    if get_world_size() > 1:\n        fully_shard(model)\n",
+    # a later conjunct, or a nested test, reads a property of a base class in another file
+    "from utils import Base\n\n\nclass State(Base):\n    def __init__(self, s):\n        self.is_shard = s\n\n"
+    "    def init(self, model):\n        if self.is_shard and self._ready:\n            fully_shard(model)\n",
+    "from utils import Base\n\n\nclass State(Base):\n    def __init__(self, s):\n        self.is_shard = s\n\n"
+    "    def init(self, model):\n        if self.is_shard:\n            if self._ready:\n                fully_shard(model)\n",
+    # a flag the region sets is read after it
+    "class State:\n    def __init__(self, s):\n        self.is_shard = s\n\n    def init(self, model):\n"
+    "        if self.is_shard:\n            fully_shard(model)\n            self._done = True\n"
+    "        if not self._done:\n            self.log = 'plain'\n",
+    # a generator the region's loop consumes is iterated again after it
+    "def wrap(model, ws):\n    blocks = (m for m in model.children())\n    if ws > 1:\n        for b in blocks:\n"
+    "            fully_shard(b)\n    return [m for m in blocks]\n",
+])
+def test_fixes_that_would_change_more_than_the_step_are_unsafe(tmp_path, code):
+    root = _project(tmp_path, {"utils.py": UTILS, "train.py": code})
+    (finding,) = _check_project(root, "train.py")
+    assert finding.fix.applicability is Applicability.UNSAFE
+
+
+@pytest.mark.parametrize("code", [
+    # the seed: the flag is read by the gate's own test, before the region
+    "class State:\n    def __init__(self, s):\n        self.is_shard = s\n        self._done = False\n\n"
+    "    def init(self, model):\n        if self.is_shard and not self._done:\n            fully_shard(model)\n"
+    "            self._done = True\n",
+    # a list is iterated again after the region: the same items
+    "def wrap(model, ws):\n    blocks = list(model.children())\n    if ws > 1:\n        for b in blocks:\n"
+    "            fully_shard(b)\n    return [m for m in blocks]\n",
+    # the library's function under an alias that names it
+    "from torch.distributed import get_world_size as ws\n\n\ndef wrap(model):\n    if ws() > 1:\n"
+    "        fully_shard(model)\n",
+])
+def test_their_near_misses_keep_a_safe_fix(tmp_path, code):
+    root = _project(tmp_path, {"utils.py": UTILS, "train.py": code})
+    (finding,) = _check_project(root, "train.py")
+    assert finding.fix.applicability is Applicability.SAFE

@@ -261,7 +261,12 @@ step now also runs at shard degree 1" (checked by the executable oracle in
   `set_grad_enabled`, `nullcontext`); `if` blocks without `else` whose test has no side effects;
   `pass`; and flag assignments of constants (`self._done = True`);
 * no name the region binds (a loop variable, `x = step(...)`, `done = True`) is read elsewhere in
-  the function (`model = fully_shard(model)` does not count: `fully_shard` returns the module);
+  the function (`model = fully_shard(model)` does not count: `fully_shard` returns the module), no
+  attribute it stores (`self._done = True`) is read after it in the function (the gate's own
+  `not self._done` before it is fine), and no local its loops iterate is read after it unless
+  bound only to a list, tuple, set or dict (a generator or `model.children()` would be consumed);
+* "no side effects" also means no attribute read that may run project code: a `@property` of
+  that name anywhere in the project, or a class-body binding of it to a non-constant in the file;
 * for a dropped `and` conjunct: the `if` has no `else`/`elif` (an `else: pass` does not count), and
   the conjuncts after the gate have no side effects (the short circuit skipped them at degree 1);
 * for a ternary: the kept branch is the step itself (with side-effect-free arguments), the other
@@ -278,8 +283,9 @@ step now also runs at shard degree 1" (checked by the executable oracle in
   in a class body to a non-constant (`property(getter)`, a descriptor), or another file defines
   it and this file does not store it as a plain instance attribute (the seed's class stores
   `self.is_shard`, so the seed stays safe); a called name counts when the project defines it or
-  what this file aliases it to (`from utils import dp_size as get_world_size`, `f = g`, a
-  `lambda`). Not followed: `__getattr__`, and `property(...)`/descriptors bound in a class body of
+  what this file aliases it to anywhere (`from utils import dp_size as get_world_size`, also in a
+  function or a `try` block, `f = g`, chains of those; bound to a `lambda`, `functools.partial`
+  or any other value, it counts). Not followed: `__getattr__`, and `property(...)`/descriptors bound in a class body of
   another file. The dropped gate also binds no name (a walrus gate is safe only as the whole test,
   `if (need := ws > 1):`, kept as `need = ws > 1`).
 
@@ -896,17 +902,36 @@ class _Analyzer:
         for node in walk_nodes(expr):
             if node.__class__ is ast.Attribute:
                 name = node.attr
-                if self._is_project_property(name) or name in local.functions or name in self._class_bound():
+                if self.read_runs_code(name) or name in local.functions:
                     return True
                 if name in local.attr_values or name in local.attr_other:
                     continue  # a plain instance attribute of this file
                 if self.functions_named(name):
                     return True
             elif node.__class__ is ast.Call and node.func.__class__ is ast.Name:
-                name = self._aliases().get(node.func.id, node.func.id)
+                name = self.alias_target(node.func.id)
                 if name is None or self.functions_named(name):
                     return True
         return False
+
+    def read_runs_code(self, name: str) -> bool:
+        """True when reading the attribute ``name`` may run project code: the project has a
+        ``@property`` of that name anywhere, or this file binds it in a class body to a non-constant
+        (``property(getter)``, a descriptor)."""
+        return self._is_project_property(name) or name in self._class_bound()
+
+    def alias_target(self, name: str) -> str | None:
+        """The name that a call of ``name`` calls, through this file's aliases (followed in chains;
+        see :meth:`_aliases`); ``None`` when an alias is bound to anything but a name (a ``lambda``,
+        ``functools.partial(...)``), or the chain does not end."""
+        aliases = self._aliases()
+        seen = {name}
+        while name in aliases:
+            name = aliases[name]  # type: ignore[assignment]
+            if name is None or name in seen:
+                return None
+            seen.add(name)
+        return name
 
     def _is_project_property(self, name: str) -> bool:
         if any(f.is_property for f in self.local().functions.get(name, ())):
@@ -929,19 +954,25 @@ class _Analyzer:
         return self._class_names
 
     def _aliases(self) -> dict[str, str | None]:
-        """Module-level names of this file bound to another name (``import ... as``, ``x = y``;
-        ``None``: bound to a ``lambda``)."""
+        """Names bound anywhere in this file (module level, functions, ``try`` blocks: where a call
+        reads them is not tracked) to another name: ``from m import f as g``, ``g = f``, ``g =
+        m.f``; ``None``: bound to anything else (a ``lambda``, ``functools.partial(f)``, a call).
+        A name bound more than once keeps the binding that says least (``None`` wins)."""
         if self._alias_names is None:
             aliases: dict[str, str | None] = {}
-            for stmt in self.ctx.tree.body:
-                if stmt.__class__ is ast.ImportFrom:
-                    aliases.update((a.asname, a.name) for a in stmt.names if a.asname and a.asname != a.name)
-                elif stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
-                    value = stmt.value
-                    if value.__class__ is ast.Lambda:
-                        aliases[stmt.targets[0].id] = None
-                    elif value.__class__ in (ast.Name, ast.Attribute):
-                        aliases[stmt.targets[0].id] = last_name(value)
+
+            def bind(name: str, target: str | None) -> None:
+                if name != target:
+                    aliases[name] = None if name in aliases and aliases[name] != target else target
+
+            for node in self.ctx.nodes_of(ast.ImportFrom, ast.Assign):
+                if node.__class__ is ast.ImportFrom:
+                    for alias in node.names:
+                        if alias.asname:
+                            bind(alias.asname, alias.name)
+                elif len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
+                    value = node.value
+                    bind(node.targets[0].id, last_name(value) if value.__class__ in (ast.Name, ast.Attribute) else None)
             self._alias_names = aliases
         return self._alias_names
 
@@ -1099,16 +1130,15 @@ class _Analyzer:
     def pure(self, expr: ast.AST | None) -> bool:
         """True when evaluating ``expr`` has no effect beyond its value (fix applicability).
 
-        Names, constants, attribute reads (not of a ``@property`` of this file: that runs project
-        code), subscripts, operators and comparisons of those, and calls of the side-effect-free
+        Names, constants, attribute reads (not of a name :meth:`read_runs_code` says a read may run
+        project code for), subscripts, operators and comparisons of those, and calls of the side-effect-free
         callees in :data:`_PURE_CALLS` (``len``, ``isinstance``, ``model.parameters()``, ...). A
         ``:=`` binding, any other call, ``await`` and ``yield`` are not pure.
         """
         if expr is None or isinstance(expr, (ast.Constant, ast.Name, ast.Lambda)):
             return True
         if isinstance(expr, ast.Attribute):
-            defs = self.info.defs.get(expr.attr, [])
-            return not any(_is_property(d) for d in defs) and self.pure(expr.value)
+            return not self.read_runs_code(expr.attr) and self.pure(expr.value)
         if isinstance(expr, ast.Subscript):
             return self.pure(expr.value) and self.pure(expr.slice)
         if isinstance(expr, ast.Slice):
@@ -1180,25 +1210,65 @@ class _Analyzer:
         return True
 
     def region_names_leak(self, stmts: Sequence[ast.stmt], scope: ast.AST) -> bool:
-        """True when a name the region binds (loop variable, ``x = step(...)``, ``done = True``) is read
-        outside the region in ``scope``: running the region at degree 1 would change that read.
-        ``model = fully_shard(model)`` does not count (``fully_shard`` returns the module it wraps)."""
+        """True when running the region at degree 1 would change what other code of ``scope`` reads:
+        a name the region binds (loop variable, ``x = step(...)``, ``done = True``) read outside it;
+        an attribute it stores (``self._done = True``) read after it (a read before it, such as the
+        gate's own ``not self._done``, sees the flag from the call before, as the step intends); a
+        local iterated by one of its loops and read after it, unless bound only to a container
+        (a generator or ``model.children()`` would be consumed). ``model = fully_shard(model)``
+        does not count (``fully_shard`` returns the module it wraps)."""
         bound: set[str] = set()
+        stored: set[tuple[str, str]] = set()
+        iterated: set[str] = set()
         inside: set[int] = set()
         for stmt in stmts:
             for node in ast.walk(stmt):
                 inside.add(id(node))
                 if isinstance(node, (ast.For, ast.AsyncFor)):
                     bound.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+                    if isinstance(node.iter, ast.Name):
+                        iterated.add(node.iter.id)
                 elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for target in targets:
                         if isinstance(target, ast.Name) and not _returns_argument(node.value, target.id):
                             bound.add(target.id)
-        if not bound:
+                        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                            stored.add((target.value.id, target.attr))
+        if not (bound or stored or iterated):
             return False
-        return any(isinstance(node, ast.Name) and node.id in bound and id(node) not in inside
-                   for node in walk_function_body(scope))
+        end = max((stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0) for stmt in stmts)
+        body = walk_function_body(scope)
+        consumable = {name for name in iterated if not _binds_only_containers(body, name)}
+        for node in body:
+            if id(node) in inside:
+                continue
+            if isinstance(node, ast.Name) and node.id in bound:
+                return True
+            after = (node.lineno, node.col_offset) >= end if hasattr(node, "lineno") else False
+            if after and isinstance(node, ast.Name) and node.id in consumable and isinstance(node.ctx, ast.Load):
+                return True
+            if after and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and (node.value.id, node.attr) in stored:
+                return True
+        return False
+
+
+def _binds_only_containers(body: Sequence[ast.AST], name: str) -> bool:
+    """True when ``name`` is bound among the nodes ``body`` of a function, each time by an assignment
+    of a list, tuple, set or dict (a display, a comprehension other than a generator, or
+    ``list(...)``/``tuple(...)``/``sorted(...)``): iterating it twice sees the same items. A
+    parameter, a loop or ``with`` target, or any other value (a generator, ``model.children()``)
+    is not known to be one."""
+    containers: set[int] = set()
+    for node in body:
+        if isinstance(node, ast.Assign) and (
+                isinstance(node.value, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp))
+                or isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id in ("list", "tuple", "sorted", "set", "dict")):
+            containers.update(id(t) for t in node.targets if isinstance(t, ast.Name))
+    stores = [n for n in body if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)]
+    return bool(stores) and all(id(n) in containers for n in stores)
 
 
 #: Callees that only compute a value (builtins, and ``torch.nn.Module`` walks).
