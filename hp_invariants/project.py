@@ -187,15 +187,17 @@ class StoredTexts:
         self._where = dict(zip(keys, range(len(keys)))) if keys is not None else None
 
     @classmethod
-    def from_header(cls, header: dict, raw: bytes, base: int) -> "StoredTexts":
+    def from_header(cls, header: dict, raw: bytes, base: int, size: int | None = None) -> "StoredTexts":
         """The table that :func:`write_built` described by ``header`` in a file of bytes ``raw`` whose
-        payload starts at ``base``; raises ``TypeError``/``ValueError`` when the description does not
-        fit (offsets not ascending ints within the payload, keys not strings, counts differing)."""
+        payload starts at ``base`` and whose content ends at ``size`` (default: all of ``raw``; the
+        checksum line after it is no text's); raises ``TypeError``/``ValueError`` when the description
+        does not fit (offsets not ascending ints within the payload, keys not strings, counts differing)."""
+        size = len(raw) if size is None else size
         count, keys, at, ends = header.get("@texts"), header.get("keys"), header.get("at"), header.get("ends")
         if type(count) is not int or type(at) is not int or type(ends) is not list or len(ends) != count \
                 or (ends and not set(map(type, ends)) <= {int}):
             raise TypeError("text offsets expected")
-        if at < 0 or (ends and (ends[0] < 0 or base + at + ends[-1] > len(raw) or ends != sorted(ends))):
+        if at < 0 or (ends and (ends[0] < 0 or base + at + ends[-1] > size or ends != sorted(ends))):
             raise ValueError("text offsets out of order or range")
         if keys is not None and (type(keys) is not list or len(keys) != count
                                  or (keys and not set(map(type, keys)) <= {str})):
@@ -932,25 +934,27 @@ def read_json(path: str, tag: str, root: Path) -> dict | None:
     return None if found is None else found[0]
 
 
-def read_json_with_payload(path: str, tag: str, root: Path) -> tuple[dict, bytes, int] | None:
+def read_json_with_payload(path: str, tag: str, root: Path) -> tuple[dict, bytes, int, int] | None:
     """:func:`read_json` of a cache file that :func:`write_json` may have written with a payload:
-    ``(data, the file's content, offset of the payload in it)`` (the offset is the length of the
-    content when there is none). A file whose checksum does not hold is ``None``."""
+    ``(data, the file's bytes, offset of the payload in them, length of the content)``: the content
+    is the bytes before the checksum line (the offset is the content's length when there is no
+    payload). The bytes are returned as read, checksum line included, so that a large file is never
+    copied (a built object is megabytes). A file whose checksum does not hold is ``None``."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
-        raw = _checked(raw)
-        if raw is None:  # damaged (even into other well-formed JSON): as if missing
+        size = _content_size(raw)
+        if size is None:  # damaged (even into other well-formed JSON): as if missing
             return None
-        end = raw.find(b"\n")  # compact JSON holds no raw newline: one ends the JSON part
-        end = len(raw) if end < 0 else end
-        loaded = json.loads(raw[:end] if end < len(raw) else raw)
+        end = raw.find(b"\n", 0, size)  # compact JSON holds no raw newline: one ends the JSON part
+        end = size if end < 0 else end
+        loaded = json.loads(raw[:end])
     except (OSError, ValueError, RecursionError, MemoryError):
         return None
     if not isinstance(loaded, dict) or loaded.get("format") != CACHE_FORMAT or loaded.get("tag") != tag \
             or loaded.get("root") != str(root) or not isinstance(loaded.get("data"), dict):
         return None
-    return loaded["data"], raw, min(end + 1, len(raw))
+    return loaded["data"], raw, min(end + 1, size), size
 
 
 def _valid_stat_entry(entry: Any) -> bool:
@@ -1000,11 +1004,11 @@ def read_built(path: str, root: Path, facts: ProjectFacts, fingerprint: str,
     found = read_json_with_payload(_built_path(path, facts), cache_tag([facts]), root)
     if found is None:
         return None
-    data, raw, base = found
+    data, raw, base, size = found
     if data.get("fingerprint") != fingerprint or type(data.get("failed")) is not int:
         return None
     try:
-        return facts.decode_built(join_text_tables(data.get("object"), raw, base), rebuild), data["failed"]
+        return facts.decode_built(join_text_tables(data.get("object"), raw, base, size), rebuild), data["failed"]
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
         return None
 
@@ -1041,13 +1045,13 @@ def split_text_tables(plain: Any) -> tuple[Any, bytes]:
     return header, b"".join(payload)
 
 
-def join_text_tables(plain: Any, raw: bytes, base: int) -> Any:
+def join_text_tables(plain: Any, raw: bytes, base: int, size: int | None = None) -> Any:
     """The inverse of :func:`split_text_tables` for a file of bytes ``raw`` whose payload starts at
-    ``base``: each table description becomes a :class:`StoredTexts` (see
-    :meth:`StoredTexts.from_header` for the errors raised)."""
+    ``base`` and whose content ends at ``size`` (default: all of ``raw``): each table description
+    becomes a :class:`StoredTexts` (see :meth:`StoredTexts.from_header` for the errors raised)."""
     if type(plain) is not dict:
         return plain
-    return {k: StoredTexts.from_header(v, raw, base) if type(v) is dict and "@texts" in v else v
+    return {k: StoredTexts.from_header(v, raw, base, size) if type(v) is dict and "@texts" in v else v
             for k, v in plain.items()}
 
 
@@ -1118,14 +1122,21 @@ def with_checksum(content: bytes) -> bytes:
 
 def _checked(raw: bytes) -> bytes | None:
     """The content of a cache file's bytes ``raw`` when its checksum (:func:`with_checksum`) holds."""
+    size = _content_size(raw)
+    return None if size is None else raw[:size]
+
+
+def _content_size(raw: bytes) -> int | None:
+    """The length of a cache file's content (what precedes its checksum line) when the checksum
+    (:func:`with_checksum`) holds, else ``None``; the content is checked in place, not copied."""
     if len(raw) < 9 or raw[-9:-8] != b"\n":
         return None
     try:
         expected = int(raw[-8:], 16)
     except ValueError:
         return None
-    content = raw[:-9]
-    return content if zlib.crc32(content) == expected else None
+    with memoryview(raw) as view:
+        return len(raw) - 9 if zlib.crc32(view[:-9]) == expected else None
 
 
 def _write_atomically(path: str, body: bytes) -> None:

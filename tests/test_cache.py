@@ -614,6 +614,13 @@ def test_text_tables_round_trip_and_reject_bad_descriptions():
                 {"@texts": "1", "keys": None, "at": 0, "ends": [1]}):
         with pytest.raises((TypeError, ValueError)):
             StoredTexts.from_header(bad, raw, 10)
+    # the file's bytes are read with their checksum line after the content: no text may reach into it
+    with_sum = raw + b"\n0000abcd"
+    into_sum = {"@texts": 1, "keys": None, "at": 0, "ends": [len(payload) + 3]}
+    assert len(StoredTexts.from_header(into_sum, with_sum, 10)) == 1  # without a size: all the bytes count
+    with pytest.raises(ValueError):
+        StoredTexts.from_header(into_sum, with_sum, 10, len(raw))
+    assert json.loads(join_text_tables(header, with_sum, 10, len(raw))["listed"][1]) == "y"
     unicode = {"t": TextTable(['["gr\u00f6\u00dfe"]', '"\u4e2d"'], ["\u00e9t\u00e9", "x"])}  # identifiers need not be ASCII
     header, payload = split_text_tables(unicode)
     back = join_text_tables(header, b"H\n" + payload, 2)["t"]
@@ -667,6 +674,11 @@ def test_a_damaged_cache_file_reads_as_missing(tmp_path):
         raw = path.read_bytes()
         tag = project_module.read_json_with_payload(path, "x", root)  # wrong tag: None, but parsed
         assert tag is None
+        if ".built." in path.name:  # the bytes as read (checksum line included, not copied) and the content's end
+            key = path.name.split(".built.")[1][: -len(".json")]
+            facts = next(r.project_facts for r in RULES if r.project_facts is not None and r.project_facts.key == key)
+            _data, whole, base, size = project_module.read_json_with_payload(path, project_module.cache_tag([facts]), root)
+            assert whole == raw and size == len(raw) - 9 and raw[base - 1:base] == b"\n"
         for at in (5, len(raw) // 2, len(raw) - 12, len(raw) - 1):
             damaged = bytearray(raw)
             damaged[at] = ord("x") if damaged[at] != ord("x") else ord("y")

@@ -916,6 +916,7 @@ _EXIT = object()
 """Stack marker of :class:`_Scan`: the walk leaves a nested function."""
 _FUNCTION_KINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _STORE_KINDS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
+_STORE_KIND_SET = frozenset(_STORE_KINDS)
 
 
 class _ScanView:
@@ -960,15 +961,20 @@ class _Scan:
         extend = stack.extend
         while stack:
             node = pop()
-            if node is _EXIT:
-                depth -= 1
-                continue
             kind = node.__class__
             if kind is ast.Name:
                 if node.ctx.__class__ is not ast.Load:
                     rebound.add(node.id)
                     if not depth and receiver is not None:
                         top_rebound.add(node.id)
+                continue
+            if kind is ast.Attribute or kind is ast.keyword:  # the most common inner nodes: one child each
+                push(node.value)
+                continue
+            if kind is ast.Constant:
+                continue
+            if node is _EXIT:
+                depth -= 1
                 continue
             if kind is ast.Call:
                 func_node = node.func
@@ -1028,7 +1034,7 @@ class _Scan:
                 rebound.update(node.names)
                 if not depth and receiver is not None:
                     top_rebound.update(node.names)
-            elif receiver is not None and kind in _STORE_KINDS and not (
+            elif receiver is not None and kind in _STORE_KIND_SET and not (
                     kind is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name):
                 stores.extend(_self_stores(node, receiver))  # (``x = ...``, the common store, stores no attribute)
             for name in plans[kind]:
