@@ -438,6 +438,24 @@ class Job:
     make: Callable[[int], tuple[list[str], Path, dict[str, str]]]
     parse: Callable[[Sample], None] | None = None
     runs: int | None = None  # None: the corpus's number of runs
+    pair: str | None = None  # jobs sharing it run back to back, in swapped order every other round
+
+
+def round_order(jobs: list[Job], run: int) -> list[Job]:
+    """``jobs`` in the order of round ``run``: as planned, except that in every other round the two
+    jobs of a pair (the current version and the baseline, same command) swap places. On a shared VM
+    the speed drifts over minutes; timing the two versions back to back, each first half of the
+    time, keeps a slow stretch from landing on one side only."""
+    out = list(jobs)
+    if run % 2:
+        i = 0
+        while i + 1 < len(out):
+            if out[i].pair is not None and out[i].pair == out[i + 1].pair:
+                out[i], out[i + 1] = out[i + 1], out[i]
+                i += 2
+            else:
+                i += 1
+    return out
 
 
 class Bench:
@@ -583,14 +601,12 @@ class Bench:
                     parse_check(sample)
                     if cache_kind == "cold" and not any(state["cache"].rglob("*")):
                         self.cache_dirs_unused.append(f"{name} -j{j}")
-                return Job(row, make, parse)
+                return Job(row, make, parse, pair=f"{name} -j{j} {cache_kind}" if self.baseline and j == 1 else None)
 
             for j in (1, 2):
-                for baseline in ((False, True) if self.baseline and j == 1 else (False,)):
-                    jobs.append(check_job(j, "cold", baseline))
-                    if j == 1:
-                        jobs.append(check_job(j, "index-only", baseline))
-                    jobs.append(check_job(j, "warm", baseline))
+                for cache_kind in ("cold", "index-only", "warm") if j == 1 else ("cold", "warm"):
+                    for baseline in ((False, True) if self.baseline and j == 1 else (False,)):
+                        jobs.append(check_job(j, cache_kind, baseline))
             self._warm_cache_for_pylint = {(j, run): path for (kind, j, run), path in caches.items() if not kind}
         else:
             self.skip(name, "hp-invariants check", "--skip check")
@@ -656,7 +672,7 @@ class Bench:
             self.rows.append(job.row)
             self.commands[f"{job.row.corpus}: {job.row.label}"] = job.row.display
         for run in range(max([runs] + [job.runs or 0 for job in jobs])):
-            for job in jobs:
+            for job in round_order(jobs, run):
                 if run >= (job.runs or runs):
                     continue
                 cmd, cwd, env = job.make(run)
@@ -1009,12 +1025,15 @@ class Bench:
             add("")
             add(f"## Against the baseline ({self.baseline[1]}, `--compare-with {a.compare_with}`)")
             add("")
-            add("Current / baseline, same files, same run, interleaved: median CPU time (user+sys), median wall "
-                "time, peak RSS. Below 1.00x the current version is faster.")
+            add("Current / baseline, same files, same run, the two versions of each command back to back "
+                "(each first in every other round): median CPU time (user+sys), median wall time, peak RSS; "
+                "`per round`: the median, over the rounds, of the two CPU times of one round divided (and "
+                "their range), which a slow stretch of a shared machine moves less. Below 1.00x the current "
+                "version is faster.")
             add("")
-            add("| corpus | files | cache | CPU s: current / baseline | ratio | wall s: current / baseline | ratio "
-                "| peak RSS MiB: current / baseline | findings: current / baseline |")
-            add("|---|---|---|---|---|---|---|---|---|")
+            add("| corpus | files | cache | CPU s: current / baseline | ratio | per round (range) "
+                "| wall s: current / baseline | ratio | peak RSS MiB: current / baseline | findings: current / baseline |")
+            add("|---|---|---|---|---|---|---|---|---|---|")
             for corpus in self.corpora:
                 for cache in ("cold", "index-only", "warm"):
                     cur, base = self.row(corpus.name, check_label(1, cache)), self.row(corpus.name,
@@ -1022,8 +1041,11 @@ class Bench:
                     if not (cur and base and cur.samples and base.samples):
                         continue
                     rss = [max(s.rss_kb for s in r.samples) / 1024 for r in (cur, base)]
+                    rounds = paired_ratios(cur, base)
+                    per_round = (f"{statistics.median(rounds):.3f}x ({min(rounds):.2f}-{max(rounds):.2f})"
+                                 if rounds else "-")
                     add(f"| {corpus.name} | {len(corpus.files)} | {cache} | {cur.median('cpu'):.2f} / "
-                        f"{base.median('cpu'):.2f} | {_div(cur.median('cpu'), base.median('cpu'))} | "
+                        f"{base.median('cpu'):.2f} | {_div(cur.median('cpu'), base.median('cpu'))} | {per_round} | "
                         f"{cur.median():.2f} / {base.median():.2f} | {_div(cur.median(), base.median())} | "
                         f"{rss[0]:.0f} / {rss[1]:.0f} | {_extra_text(cur, 'findings')} / "
                         f"{_extra_text(base, 'findings')} |")
@@ -1135,6 +1157,13 @@ class Bench:
             add("")
             add(Path(a.notes).read_text(encoding="utf-8").rstrip())
         return "\n".join(lines).rstrip() + "\n"
+
+
+def paired_ratios(cur: Row, base: Row) -> list[float]:
+    """Current / baseline CPU time of each round (the i-th samples of the two rows were taken back to
+    back, see :func:`round_order`); rounds where either failed or took no CPU time are left out."""
+    return [c.cpu / b.cpu for c, b in zip(cur.samples, base.samples)
+            if b.cpu > 0 and c.rc in cur.ok_rcs and b.rc in base.ok_rcs]
 
 
 def _div(x: float | None, y: float | None) -> str:

@@ -7,6 +7,7 @@ folder, and both must show up as skipped rows with a printed reason.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -105,7 +106,7 @@ def test_compare_with_times_an_earlier_version_beside_the_current_one(tmp_path: 
     registry.write_text(registry.read_text() + "\nRULES.clear()\n")
     output = tmp_path / "RESULTS.md"
     proc = subprocess.run(
-        [sys.executable, str(RUN), "--quick", "--corpus", f"two={corpus}", "--compare-with", str(baseline),
+        [sys.executable, str(RUN), "--quick", "--runs", "2", "--corpus", f"two={corpus}", "--compare-with", str(baseline),
          "--skip", "pylint,baseline,semgrep,precommit", "--single-in", "",
          "--output", str(output), "--notes", str(tmp_path / "none.md")],
         capture_output=True, text=True, timeout=600, cwd=REPO)
@@ -120,6 +121,14 @@ def test_compare_with_times_an_earlier_version_beside_the_current_one(tmp_path: 
     compared = _table_rows(text, "| corpus | files | cache | CPU s: current / baseline")
     assert [cells[2] for cells in compared] == ["cold", "index-only", "warm"]
     assert all(cells[4].endswith("x") for cells in compared)
+    assert all(re.fullmatch(r"\d+\.\d{3}x \(\d+\.\d\d-\d+\.\d\d\)", cells[5]) for cells in compared)  # per round
+    # the two versions of a command run back to back, the baseline first in the second round
+    log = [line.split(": ", 1)[1].rsplit(":", 1)[0] for line in proc.stdout.splitlines()
+           if line.startswith("[run ") and "check -j1" in line]
+    first, second = log[: len(log) // 2], log[len(log) // 2:]
+    labels = [f"hp-invariants check -j1 ({cache} cache)" for cache in ("cold", "index-only", "warm")]
+    assert first == [x for label in labels for x in (label, label + " [baseline]")]
+    assert second == [x for label in labels for x in (label + " [baseline]", label)]
     goals = _table_rows(text, "| goal | corpus |")
     slower = [cells for cells in goals if "at most 10% slower than the tree at" in cells[0]]
     assert len(slower) == 3 and all(cells[3] in ("yes", "**no**") for cells in slower)
@@ -132,3 +141,31 @@ def test_compare_with_rejects_what_is_neither_a_tree_nor_a_revision(tmp_path: Pa
     assert proc.returncode != 0
     assert "--compare-with 'no-such-rev-xyz' is neither a folder holding hp_invariants/ nor a git revision" \
         in proc.stdout + proc.stderr
+
+
+def _run_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_run", RUN)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = module  # dataclasses resolve the module's annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_round_order_swaps_each_pair_every_other_round() -> None:
+    run = _run_module()
+    row = run.Row("c", "x")
+    jobs = [run.Job(row, lambda r: ([], REPO, {}), pair=p) for p in (None, "a", "a", "b", "b", None, "c")]
+    assert run.round_order(jobs, 0) == jobs and run.round_order(jobs, 2) == jobs
+    odd = run.round_order(jobs, 1)
+    assert odd == [jobs[0], jobs[2], jobs[1], jobs[4], jobs[3], jobs[5], jobs[6]]  # an unpaired job stays put
+
+
+def test_paired_ratios_divide_the_samples_of_one_round() -> None:
+    run = _run_module()
+    cur, base = run.Row("c", "x", ok_rcs=(0, 1)), run.Row("c", "y", ok_rcs=(0, 1))
+    for c, b, rc in ((2.0, 1.0, 0), (3.0, 2.0, 1), (5.0, 1.0, 9), (1.0, 0.0, 0)):
+        cur.samples.append(run.Sample(wall=c, cpu=c, rss_kb=1, rc=rc, stdout="", stderr=""))
+        base.samples.append(run.Sample(wall=b, cpu=b, rss_kb=1, rc=0, stdout="", stderr=""))
+    assert run.paired_ratios(cur, base) == [2.0, 1.5]  # a failed round and a zero baseline are left out
