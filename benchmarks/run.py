@@ -27,8 +27,10 @@ floor of the whole copy (what the cold class index must parse once);
 
 with ``--compare-with REV`` (a git revision of this repository, or a folder holding an
 ``hp_invariants`` package), the same ``check -j1`` commands (cold, index-only and warm cache) of that
-earlier version, interleaved with the current ones on the same files, and the slowdown of the
-current version against it (the goal: at most 10% more CPU time, issue #11);
+earlier version on the same files, each run right before or after the current version's same
+command (the order swapped every other round), and the slowdown of the current version against it
+(the goal, judged on the ratio of the median CPU times: at most 10% more, issue #11; the median of
+the per-round ratios is reported beside it);
 
 then the pre-commit path: ``hp-invariants check`` on 10 files of the ``--precommit-on`` corpus,
 run from its project root with root-relative paths (as pre-commit passes them), cold and warm,
