@@ -554,3 +554,24 @@ def test_a_wrapped_local_is_checked_in_a_file_that_also_names_fsdp(tmp_path: Pat
     session = session_for_rules([RULE], project=Project(use_cache=False))
     result = session.check_path(str(tmp_path / "train.py"))
     assert [(f.rule_id, f.line) for f in result.findings] == [("E9503", 7)]
+
+
+def test_decorator_adds_finds_each_shape_and_nothing_else():
+    """What a class decorator assigns onto its class, for each shape ``decorator_adds`` knows (the
+    prefilter that skips functions holding none of them must not lose one)."""
+    import ast
+
+    from hp_invariants.rules.undefined_method_call.index import decorator_adds
+
+    def adds(source: str) -> set[str]:
+        return decorator_adds(ast.parse(textwrap.dedent(source)).body[0])
+
+    assert adds("def d(cls):\n    cls.run = lambda self: 1\n    return cls\n") == {"run"}
+    assert adds("def d(cls):\n    setattr(cls, 'go', f)\n") == {"go"}
+    assert adds("def d(cls):\n    builtins.setattr(cls, 'go', f)\n") == {"go"}
+    assert adds("def d(cls):\n    setattr(cls, name, f)\n") == {"*"}
+    assert adds("def d(cls):\n    cls.__dict__.update(table)\n") == {"*"}
+    assert adds("def d(names):\n    def apply(cls):\n        for n in names:\n            cls.x = n\n"
+                "        return cls\n    return apply\n") == {"x"}
+    assert adds("def d(cls):\n    other.run = 1\n    cls.__init__ = g\n    return cls.make(x=cls.y)\n") == set()
+    assert adds("def d(cls):\n    return [c.name for c in cls.parts]\n") == set()

@@ -473,6 +473,18 @@ def decorator_adds(func: ast.AST) -> set[str]:
     """
     adds: set[str] = set()
     nodes = walk_nodes(func)  # order-free (a set); same nodes as ast.walk but the ctx/op singletons
+    for node in nodes:  # most functions hold none of the shapes below: then no walk per nested def
+        kind = node.__class__
+        if kind is ast.Attribute:  # stored on a name, or a name's __dict__
+            if node.value.__class__ is ast.Name and (node.ctx.__class__ is ast.Store or node.attr == "__dict__"):
+                break
+        elif kind is ast.Call:  # a call of something named setattr
+            callee = node.func
+            if callee.__class__ is ast.Name and callee.id == "setattr" or \
+                    callee.__class__ is ast.Attribute and callee.attr == "setattr":
+                break
+    else:
+        return adds
     for fn in nodes:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
