@@ -915,8 +915,7 @@ def _method_kind(method: ast.AST) -> str:
 _EXIT = object()
 """Stack marker of :class:`_Scan`: the walk leaves a nested function."""
 _FUNCTION_KINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_STORE_KINDS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
-_STORE_KIND_SET = frozenset(_STORE_KINDS)
+_STORE_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith})
 
 
 class _ScanView:
@@ -1034,7 +1033,7 @@ class _Scan:
                 rebound.update(node.names)
                 if not depth and receiver is not None:
                     top_rebound.update(node.names)
-            elif receiver is not None and kind in _STORE_KIND_SET and not (
+            elif receiver is not None and kind in _STORE_KINDS and not (
                     kind is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name):
                 stores.extend(_self_stores(node, receiver))  # (``x = ...``, the common store, stores no attribute)
             for name in plans[kind]:
