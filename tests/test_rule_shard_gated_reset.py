@@ -390,10 +390,44 @@ def test_unconditional_calls_follow_every_normal_path():
 
         def lazy(m):
             return [fully_shard(b) for b in m.blocks], (lambda: fully_shard(m)), x or fully_shard(m)
+
+        def tried(m):
+            try:
+                prepare(m)
+            except ValueError:
+                handled(m)
+            else:
+                fully_shard(m)
+            finally:
+                cleanup(m)
+
+        def tried_exit(m):
+            try:
+                return build(m)
+            finally:
+                cleanup(m)
+            fully_shard(m)
+
+        async def loops(m, k):
+            while grow(m):
+                fully_shard(m)
+            async with lock(m):
+                async for b in blocks(m):
+                    visit(b)
+            match k:
+                case 1:
+                    fully_shard(m)
+            def inner():
+                fully_shard(m)
+            raise Stop(pick(m) if k else pick(m, 2))
         """
     calls = {f[0]: f[3] for f in summarize(ast.parse(textwrap.dedent(code)))[0]}
     assert "fully_shard" in calls["both"] and "fully_shard" in calls["in_with_and_for"]
     assert "fully_shard" not in calls["one"] | calls["after_exit"] | calls["lazy"]
+    assert calls["tried"] == {"prepare", "fully_shard", "cleanup"}  # not the handler's
+    assert calls["tried_exit"] == {"build", "cleanup"}  # the finally block runs; nothing after it
+    assert calls["loops"] == {"grow", "lock", "blocks", "visit", "Stop", "pick"}  # not the while, case or inner body
+    assert calls["inner"] == {"fully_shard"}
 
 
 def test_cross_file_gates_and_helpers_need_the_project(tmp_path):

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
-from hp_invariants.astutil import EXITS, child_bodies, child_nodes, dotted_name, last_name, walk_function_body
+from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, dotted_name, last_name, walk_function_body
 from hp_invariants.project import LazyList, LazyMap, ProjectFacts, TextTable
 
 FACTS_VERSION = 4
@@ -40,10 +40,14 @@ _OPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", as
 _FLIP = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 _ABSTRACT = frozenset({"abstractmethod", "abstractproperty"})
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_EXITS = EXITS
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_BLOCKS = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
+                     *((ast.TryStar,) if hasattr(ast, "TryStar") else ())})
+"""The statements that hold statement lists other than a new scope (see :func:`child_bodies`)."""
+_TRIES = frozenset({ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ())})
+_EXIT_KINDS = frozenset(EXITS)
+_CONTROL = _BLOCKS | _EXIT_KINDS | {ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef}
+"""Statements :func:`unconditional_calls` handles by kind; any other is a simple statement."""
 _MAX_ENC_DEPTH = 8
 _SKIPPED_EXPRESSIONS = frozenset({ast.Lambda, *_COMPS, ast.Constant, ast.Name, ast.JoinedStr, ast.Attribute})
 
@@ -175,36 +179,44 @@ def expression_calls(node: ast.AST, out: set[str]) -> None:
     expression unless both make the call, and ``and``/``or`` operands after the first.
     """
     stack = [node]
-    pop, push, extend = stack.pop, stack.append, stack.extend
-    Call, Attribute, Name = ast.Call, ast.Attribute, ast.Name
+    pop, push, extend, add = stack.pop, stack.append, stack.extend, out.add
+    Call, Attribute, Name, IfExp, BoolOp = ast.Call, ast.Attribute, ast.Name, ast.IfExp, ast.BoolOp
+    skipped, plans, holey = _SKIPPED_EXPRESSIONS, _CHILD_FIELDS, _HOLEY
     while stack:
         cur = pop()
         cls = cur.__class__
+        if cls in skipped:  # names, attributes and constants: a third of all nodes
+            continue
         if cls is Call:
             func = cur.func
             if func.__class__ is Attribute:
-                out.add(_intern(func.attr))
+                add(func.attr)  # identifiers of a parsed tree are interned by the parser
                 push(func.value)
             elif func.__class__ is Name:
-                out.add(_intern(func.id))
+                add(func.id)
             else:
                 push(func)
             extend(cur.args)
             for keyword in cur.keywords:
                 push(keyword.value)
-        elif cls in _SKIPPED_EXPRESSIONS:
-            continue
-        elif cls is ast.IfExp:
+        elif cls is IfExp:
             push(cur.test)
             body: set[str] = set()
             other: set[str] = set()
             expression_calls(cur.body, body)
             expression_calls(cur.orelse, other)
             out |= body & other
-        elif cls is ast.BoolOp:
+        elif cls is BoolOp:
             push(cur.values[0])
-        else:
-            extend(child_nodes(cur))
+        else:  # child_nodes(cur), inline
+            for name in plans[cls]:
+                value = getattr(cur, name, None)
+                if value is None:
+                    continue
+                if value.__class__ is list:
+                    extend([v for v in value if v is not None] if name in holey else value)
+                else:
+                    push(value)
 
 
 def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
@@ -216,7 +228,10 @@ def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
     exit ends the unconditional part.
     """
     for stmt in stmts:
-        if isinstance(stmt, ast.If):
+        cls = stmt.__class__
+        if cls not in _CONTROL:  # a simple statement: its expressions are evaluated in order
+            expression_calls(stmt, out)
+        elif cls is ast.If:
             expression_calls(stmt.test, out)
             body: set[str] = set()
             other: set[str] = set()
@@ -225,31 +240,28 @@ def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
             out |= body & other
             if not (body_done and other_done):
                 return False
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+        elif cls is ast.For or cls is ast.AsyncFor:
             expression_calls(stmt.iter, out)
             unconditional_calls(stmt.body, out)
-        elif isinstance(stmt, ast.While):
+        elif cls is ast.While:
             expression_calls(stmt.test, out)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        elif cls is ast.With or cls is ast.AsyncWith:
             for item in stmt.items:
                 expression_calls(item.context_expr, out)
             if not unconditional_calls(stmt.body, out):
                 return False
-        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        elif cls in _TRIES:
             if not unconditional_calls(stmt.body, out):
                 unconditional_calls(stmt.finalbody, out)
                 return False
             if not unconditional_calls(stmt.orelse, out) or not unconditional_calls(stmt.finalbody, out):
                 return False
-        elif isinstance(stmt, _SCOPES) or isinstance(stmt, ast.Match):
-            continue
-        elif isinstance(stmt, _EXITS):
+        elif cls in _EXIT_KINDS:
             value = getattr(stmt, "value", None) or getattr(stmt, "exc", None)
             if value is not None:
                 expression_calls(value, out)
             return False
-        else:
-            expression_calls(stmt, out)
+        # a nested def or class, or a match statement: nothing
     return True
 
 
@@ -259,7 +271,7 @@ def _return_statements(stmts: list[ast.stmt], out: list[ast.Return]) -> None:
     for stmt in stmts:
         if stmt.__class__ is ast.Return:
             out.append(stmt)
-        elif not isinstance(stmt, _SCOPES):
+        elif stmt.__class__ in _BLOCKS:  # a simple statement holds no other statement
             for body in child_bodies(stmt):
                 _return_statements(body, out)
 
