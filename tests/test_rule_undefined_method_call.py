@@ -575,3 +575,50 @@ def test_decorator_adds_finds_each_shape_and_nothing_else():
                 "        return cls\n    return apply\n") == {"x"}
     assert adds("def d(cls):\n    other.run = 1\n    cls.__init__ = g\n    return cls.make(x=cls.y)\n") == set()
     assert adds("def d(cls):\n    return [c.name for c in cls.parts]\n") == set()
+
+
+def test_class_decorator_patches_skip_only_functions_without_a_mark():
+    """A module's summary walks a module-level function for what it assigns onto a decorated class
+    only when one of its lines (decorators included) holds an attribute stored on a name, a name's
+    ``__dict__`` or a ``setattr`` call: the patches are those of walking every function."""
+    import ast
+
+    from hp_invariants.rules.undefined_method_call.index import _decorator_patches, summarize
+
+    source = textwrap.dedent('''
+        import functools
+
+        def plain(x):
+            return x + 1
+
+        @functools.lru_cache(
+            maxsize=None)
+        def add_run(cls):
+            cls.run = lambda self: 1
+            return cls
+
+        def add_go(cls): setattr(cls, "go", None); return cls
+
+        def factory(name):
+            def apply(cls):
+                cls.__dict__.update({})
+                return cls
+            return apply
+
+        @hook(lambda c: setattr(c, "hooked", 1))
+        def odd(cls):
+            return cls
+
+        @add_run
+        @add_go
+        class A:
+            def __init__(self):
+                self.x = 1
+        ''')
+    tree = ast.parse(source)
+    expected = {("m.add_run()", "run"), ("m.add_go()", "go"), ("m.factory()", "*"), ("m.odd()", "hooked"),
+                ("m.A", "run"), ("m.A", "go")}
+    assert set(summarize(tree, "m").patched) == expected
+    walked: set[tuple[str, str]] = set()  # no marks given: every function walked
+    _decorator_patches(tree, "m", [("A", tree.body[-1])], {"add_run": "m.add_run", "add_go": "m.add_go"}, walked)
+    assert walked == expected

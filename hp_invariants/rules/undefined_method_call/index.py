@@ -20,10 +20,11 @@ import builtins
 import json
 import os
 import sys
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Iterable, NamedTuple, Sequence
 
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
                                    string_value, walk_nodes)
@@ -325,6 +326,7 @@ class _Summarizer:
         called: set[str] = set()  # last names of every callee (Name ids and attribute names)
         aliases: list[tuple[str, ast.AST]] = []  # X = A / self.x = A: A is used when X is called
         arguments: list[ast.arg] = []  # every parameter (its annotation may type a receiver)
+        marks: list[int] = []  # lines of what a class decorator's assignments need (see decorator_adds)
 
         Name, Attribute, Call, Load, Store = ast.Name, ast.Attribute, ast.Call, ast.Load, ast.Store
         Assign, Arg, Return, IfExp, Dict = ast.Assign, ast.arg, ast.Return, ast.IfExp, ast.Dict
@@ -357,6 +359,8 @@ class _Summarizer:
                 if simple_class_name(func) is not None:  # test first: use() is rarely needed
                     use(func, False)
                 called.add(name)
+                if name == "setattr":
+                    marks.append(node.lineno)
                 if name in FACTORY_METHODS and func.__class__ is Attribute:
                     use(func.value, False)  # Model.from_pretrained(...) builds a Model
                 if name in _NOT_USES:
@@ -383,9 +387,13 @@ class _Summarizer:
                             else:
                                 stores.add(("", _intern(attr)))
             elif kind is Attribute:
-                if node.ctx.__class__ is not Store:
-                    continue
                 value = node.value
+                if node.ctx.__class__ is not Store:
+                    if node.attr == "__dict__" and value.__class__ is Name:
+                        marks.append(node.lineno)
+                    continue
+                if value.__class__ is Name:
+                    marks.append(node.lineno)
                 owner = dotted_name(value)
                 if owner and owner.split(".")[0] in ("self", "cls"):
                     continue  # the class's own members (see class_members)
@@ -455,7 +463,7 @@ class _Summarizer:
                 stores.add(("", _intern(attr)))
             else:
                 stores.update((_intern(t), _intern(attr)) for t in types)
-        _decorator_patches(tree, self.module, self.raw_classes, imports, patched)
+        _decorator_patches(tree, self.module, self.raw_classes, imports, patched, marks)
         patched.discard(("?", ""))
         return FileSummary(_intern(self.module), self.is_package, imports, tuple(self.star), classes,
                            frozenset(uses), tuple(sorted(p for p in patched if p[0] != UNKNOWN)),
@@ -513,14 +521,23 @@ def decorator_adds(func: ast.AST) -> set[str]:
 
 
 def _decorator_patches(tree: ast.Module, module: str, classes: list, imports: dict[str, str],
-                       patched: set[tuple[str, str]]) -> None:
+                       patched: set[tuple[str, str]], marks: Sequence[int] | None = None) -> None:
     """Add the members that module-level functions used as class decorators assign (see
-    :class:`FileSummary` ``patched``)."""
+    :class:`FileSummary` ``patched``). ``marks``, when given: the line of every node of ``tree``
+    that :func:`decorator_adds` looks for (an attribute stored on a name, a name's ``__dict__``, a
+    call of something named ``setattr``), in any order; a function whose lines hold none of them
+    assigns nothing and is not walked."""
     functions: dict[str, set[str]] = {}
+    lines = sorted(marks) if marks is not None else None
     stack = list(tree.body)
     while stack:
         stmt = stack.pop()
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if lines is not None:  # the first mark at or after the function's first line (a decorator's)
+                first = min([d.lineno for d in stmt.decorator_list], default=stmt.lineno)
+                at = bisect_left(lines, first)
+                if at == len(lines) or lines[at] > stmt.end_lineno:
+                    continue
             adds = decorator_adds(stmt)
             if adds:
                 functions[stmt.name] = adds
