@@ -622,3 +622,33 @@ def test_class_decorator_patches_skip_only_functions_without_a_mark():
     walked: set[tuple[str, str]] = set()  # no marks given: every function walked
     _decorator_patches(tree, "m", [("A", tree.body[-1])], {"add_run": "m.add_run", "add_go": "m.add_go"}, walked)
     assert walked == expected
+
+
+def test_namespace_package_names_resolve_after_the_real_module_names(tmp_path: Path):
+    """A file in folders without ``__init__.py`` (PEP 420 namespace packages) is also found by the
+    dotted names through those folders up to the project root, nearest first; a real module name
+    wins, two files with one such name are unknown unless one is in the asking file's folder, and a
+    folder name that is not an identifier ends the chain."""
+    root = _project(tmp_path, {
+        "src/models/base.py": "class Base:\n    pass\n",
+        "src/stacks/qwen/__init__.py": "",
+        "src/stacks/qwen/layers.py": "class Layer:\n    pass\n",
+        "a/shared/util.py": "class A:\n    pass\n",
+        "b/shared/util.py": "class A:\n    pass\n",
+        "b/shared/run.py": "",
+        "my-tools/helpers.py": "class Helper:\n    pass\n",
+        "models.py": "class Base:\n    pass\n",
+    })
+    index = ClassIndex.for_root(root, use_cache=False)
+    number = {os.path.relpath(p, root): i for i, p in enumerate(index.paths)}
+    assert index.resolve("models.Base") == (number["models.py"], "Base")  # the real module
+    assert index.resolve("src.models.base.Base") == (number[os.path.join("src", "models", "base.py")], "Base")
+    assert index.resolve("base.Base") == (number[os.path.join("src", "models", "base.py")], "Base")
+    layers = (number[os.path.join("src", "stacks", "qwen", "layers.py")], "Layer")
+    assert index.resolve("qwen.layers.Layer") == index.resolve("stacks.qwen.layers.Layer") == layers
+    assert index.resolve("src.stacks.qwen.layers.Layer") == layers
+    assert index.resolve("shared.util.A") is None  # two files: unknown
+    b_util = (number[os.path.join("b", "shared", "util.py")], "A")
+    assert index.resolve("shared.util.A", number[os.path.join("b", "shared", "run.py")]) == b_util
+    assert index.resolve("helpers.Helper") == (number[os.path.join("my-tools", "helpers.py")], "Helper")
+    assert index.resolve("my-tools.helpers.Helper") is None

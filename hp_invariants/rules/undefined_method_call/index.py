@@ -905,6 +905,7 @@ class ClassIndex:
         self._uses_by_name: dict[str, list[tuple[int, str]]] | None = None
         self._class_names: dict[str, int] = {}
         self._by_top = frozenset(m.split(".")[0] for m in self._by_module)
+        self._namespaces: dict[str, list[int]] | None = None
         self._test_files: dict[int, bool] = {}
         self._stores: dict[str, list[tuple[int, str]]] | None = None
         self._name_children: dict[str, list[ClassKey]] | None = None
@@ -1072,11 +1073,45 @@ class ClassIndex:
     def _module_file(self, module: str, folder: str) -> int | None:
         candidates = self._by_module.get(module)
         if not candidates:
-            return None
+            candidates = self._namespace_modules().get(module)
+            if not candidates:
+                return None
         if len(candidates) == 1:
             return candidates[0]
         same = [c for c in candidates if os.path.dirname(self.paths[c]) == folder]
         return same[0] if len(same) == 1 else -1
+
+    def _namespace_modules(self) -> dict[str, list[int]]:
+        """The names a file also has as part of a namespace package (PEP 420: a folder without
+        ``__init__.py`` imported from a folder above it), built on the first module name not found.
+
+        A file's module name (:func:`module_name`) starts at the first folder above it that is not a
+        package; each chain of such folders between that folder and the project root, nearest first,
+        gives it another name: ``<root>/src/models/base.py`` outside any package is ``base``, and
+        also ``models.base`` and ``src.models.base``. Folder names that are not identifiers end the
+        chain (nothing can import through them). Only asked after the real module names: a name
+        both ways is the real one's."""
+        if self._namespaces is not None:
+            return self._namespaces
+        names: dict[str, list[int]] = {}
+        root = os.path.normcase(os.path.abspath(self.root))
+        for module, files in self._by_module.items():
+            for i in files:
+                path = os.path.normcase(self.paths[i])
+                levels = module.count(".") + (2 if os.path.basename(path) == "__init__.py" else 1)
+                top = path
+                for _ in range(levels):
+                    top = os.path.dirname(top)
+                prefix: list[str] = []
+                while top != root and top.startswith(root + os.sep):
+                    part = os.path.basename(top)
+                    if not part.isidentifier():
+                        break
+                    prefix.append(part)
+                    names.setdefault(".".join([*reversed(prefix), module]), []).append(i)
+                    top = os.path.dirname(top)
+        self._namespaces = names
+        return names
 
     def _resolve(self, qualified: str, folder: str, depth: int) -> object:
         if depth > 12:
