@@ -43,10 +43,10 @@ A name counts as defined when the class or an ancestor has a method, property, s
 classmethod, a class attribute or nested class of that name, or assigns it: `self.m = ...`,
 `cls.m = ...`, `setattr(self, "m", ...)`, `self.add_module("m", ...)`,
 `register_module`/`register_buffer`/`register_parameter`, `object.__setattr__(self, "m", ...)`,
-or `Cls.m = ...` anywhere in the project; or when the project stores that name on a receiver
-that may be an instance of the class: a framework walk setting `module.m = fn` on submodules, a
-connector's `callback.log = model.log`, a helper's `encoder.model = model` on its parameter,
-`self.child.m = ...`. A receiver counts unless it is bound to an unrelated class (every binding
+`self.__dict__["m"] = ...`, `vars(self)["m"] = ...`, or `Cls.m = ...` anywhere in the project; or
+when the project stores that name on a receiver that may be an instance of the class: a framework
+walk setting `module.m = fn` on submodules, a connector's `callback.log = model.log`, a helper's
+`encoder.model = model` on its parameter, `self.child.m = ...`. A receiver counts unless it is bound to an unrelated class (every binding
 of the name in that file is a constructor call or an annotation of such a class; `self.child`
 built in `__init__` by one constructor). Methods that out-of-tree device backends install on
 `torch.nn.Module`/`torch.Tensor` (`npu()`, `mlu()`, `musa()`, ...; option
@@ -59,7 +59,7 @@ No message when:
 * a class of the hierarchy defines `__getattr__`/`__getattribute__` (the registry `__getattr__`
   of `torch.nn.Module` and `mindspore.nn.Cell` does not count: it only serves submodules,
   parameters and buffers, which are created by the assignments the rule sees), sets computed
-  names (`setattr(self, name, v)`, `self.__dict__` writes), or is a metaclass;
+  names (`setattr(self, name, v)`, `self.__dict__`/`vars(self)` updates), or is a metaclass;
 * the class or an ancestor has a decorator matching `member-adding-decorators`, or a decorator
   that may add members: a library decorator the index cannot see into (anything but well-known
   pure ones such as `dataclasses.dataclass`, `functools.total_ordering`, `typing.final`,

@@ -700,7 +700,8 @@ def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[s
                 elif isinstance(base, ast.Attribute) and base.attr == "__dict__":
                     dynamic = True
             elif kind is ast.Subscript and isinstance(sub.ctx, ast.Store):
-                if isinstance(sub.value, ast.Attribute) and sub.value.attr == "__dict__":
+                if isinstance(sub.value, ast.Attribute) and sub.value.attr == "__dict__" \
+                        or _vars_of(sub.value, receivers):  # self.__dict__["x"] = v, vars(self)["x"] = v
                     name = string_value(sub.slice)
                     if name is None:
                         dynamic = True
@@ -789,10 +790,16 @@ def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> boo
         if func.attr in ("update", "setdefault") and isinstance(func.value, ast.Attribute) and \
                 func.value.attr == "__dict__":
             return True
-        if func.attr == "update" and isinstance(func.value, ast.Call) and \
-                isinstance(func.value.func, ast.Name) and func.value.func.id == "vars":
+        if func.attr in ("update", "setdefault") and _vars_of(func.value, receivers):
             return True
     return False
+
+
+def _vars_of(node: ast.AST, receivers: set[str]) -> bool:
+    """``vars(r)`` for a receiver ``r``: the instance's ``__dict__``, as ``r.__dict__`` is."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" \
+        and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Name) \
+        and node.args[0].id in receivers
 
 
 def class_nodes(tree: ast.Module, module: str, is_package: bool, nodes: dict[str, ast.ClassDef],
