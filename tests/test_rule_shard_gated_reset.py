@@ -1007,3 +1007,12 @@ def test_their_near_misses_keep_a_safe_fix(tmp_path, code):
     root = _project(tmp_path, {"utils.py": UTILS, "train.py": code})
     (finding,) = _check_project(root, "train.py")
     assert finding.fix.applicability is Applicability.SAFE
+
+
+def test_a_walrus_in_a_gate_function_of_another_file_reads_as_its_value():
+    """``return (ws := get_world_size()) > 1`` in a project function encodes as ``get_world_size() > 1``."""
+    from hp_invariants.rules.shard_gate_facts import summarize
+
+    tree = ast.parse("def need_shard():\n    return (ws := get_world_size()) > 1\n")
+    (function,), _, _ = summarize(tree)
+    assert function[2] == (("cmp", ">", ("c", "get_world_size", ""), 1),)

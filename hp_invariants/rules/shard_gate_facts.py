@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, dotted_name, last_name, walk_function_body
 from hp_invariants.project import LazyList, LazyMap, ProjectFacts, TextTable
 
-FACTS_VERSION = 4
+FACTS_VERSION = 5
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
 
 UNKNOWN = ("?",)
@@ -152,6 +152,8 @@ def encode(node: ast.AST, aliases: dict[str, ast.AST] | None = None, depth: int 
 
 
 def _operand(node: ast.AST, aliases: dict[str, ast.AST] | None, depth: int) -> tuple:
+    if isinstance(node, ast.NamedExpr) and depth <= _MAX_ENC_DEPTH:  # (n := f()) > 1 compares f()'s value
+        return _operand(node.value, aliases, depth + 1)
     if isinstance(node, ast.Name):
         if aliases and node.id in aliases and depth <= _MAX_ENC_DEPTH:
             return encode(aliases[node.id], None, depth + 1)

@@ -83,7 +83,8 @@ A shard-degree predicate is
   `ep`, `dp_replicate` degrees and meshes): `dp_shard > 1 or cp > 1` is still false at world size 1,
   where every degree is 1;
 * a local alias of one (`shard = self.is_shard`, `need = ws > 1`, assigned exactly once in the
-  function, before the test), or a walrus `(shard := self.is_shard)`;
+  function, before the test), or a walrus `(shard := self.is_shard)`, also as the compared
+  operand (`(ws := dist.get_world_size()) > 1`; no automatic fix there: the test binds a name);
 * a `@property` or function of the project whose every `return` is one
   (`@property def dp_shard_enabled(self): return self.dp_shard > 1`, then
   `if dims.dp_shard_enabled:`; `def is_distributed(ws): return ws > 1`), defined in the same file
@@ -599,6 +600,8 @@ class _Analyzer:
         """True when ``expr`` is a shard-degree quantity (name, attribute, getter call, alias);
         ``match``: the name test (default: the ``shard-degree-quantities`` regexes)."""
         match = match or self._quantity_name
+        if isinstance(expr, ast.NamedExpr):  # (ws := dist.get_world_size()) > 1 compares the value
+            return depth < _MAX_DEPTH and self.is_quantity(expr.value, scope, depth + 1, match)
         if isinstance(expr, ast.Call):
             func = expr.func
             if match(last_name(func)):
