@@ -22,14 +22,17 @@ the variable of a walk (`sub._ckpt_done = True`, `setattr(sub, "_owner", owner)`
 as an attribute, with `getattr`/`hasattr` or through the instance dict; a class this file wraps
 submodules in (`x.layer = C(x.layer)`, `setattr(parent, name, C(child))` in a loop over `child`) for
 `isinstance(sub, C)`; or a predicate helper of the file whose body is `return <marker test>`
-(`if _is_wrapped(sub): raise`). `assert not <marked>` is the same hazard as a raise.
+(`if _is_wrapped(sub): raise`). The test may read the marker through a local the loop body binds
+once, by a plain assignment before the test (`wrapped = getattr(sub, "_is_wrapped", False)`, then
+`if wrapped: raise`; a local rebound in the loop, or bound after the test, is not read as the marker).
+`assert not <marked>` is the same hazard as a raise.
 
 Spellings of the class (each has a flagged fixture and a clean twin): the seed's `.modules()` loop;
 named walks, `enumerate`, a local alias, `list(...)`; `children()`; MindSpore cells; the
 `any(...)` form; marker attribute, `getattr`, `hasattr`, `__dict__`, `vars`; wrapper classes by
 name, `type(sub) is W`; a raising helper; nested `if`; an `or` condition; a nested loop; a stack or
 queue walk; a growing list; recursion; pair unpacking in the body; `dict(named_modules())`; a learned
-marker (directly, via `setattr`, via a helper); a learned wrapper class; a marker predicate;
+marker (directly, via `setattr`, via a helper); a learned wrapper class; a marker predicate; a marker read into a local first;
 `assert not`. Near misses that stay clean: the root check (outside the walk, `sub is module`,
 `name == ""`, `depth == 0`, a root passed down a recursion), a marker that is cleared, an attribute
 stored by an unrelated function of the file, a raise on a *missing* mark (a precondition), a
@@ -999,10 +1002,12 @@ class _FileChecker:
         self._scope = func
         # a recursive walk (`loop` is the function itself) checks its parameter outside any loop
         fix_loop = None if walk.recursive else loop
+        aliases: dict[str, tuple[int, ast.AST]] | None = None  # computed at the first test that matters
         for node, _ in _statements(loop.body, rebinding=None if walk.recursive else walk.var):
             if isinstance(node, ast.Assert):
                 # `assert not marked`: raises AssertionError exactly when the test is false
-                facts = self.facts(node.test, walk.var)
+                aliases = _loop_aliases(loop.body) if aliases is None else aliases
+                facts = self.facts(_expand_aliases(node.test, aliases, node.lineno), walk.var)
                 if (facts.c or facts.d) and id(node) not in self.reported \
                         and not self._side_root_only(node.test, False, walk) \
                         and not self._root_only_context(node, loop, walk) and not self._caught(node, loop):
@@ -1015,7 +1020,8 @@ class _FileChecker:
                           list(self._raising_statements(node.orelse, func))]
             if not raising_in[0] and not raising_in[1]:
                 continue  # nothing raises here: the condition does not matter (and is not analysed)
-            facts = self.facts(node.test, walk.var)
+            aliases = _loop_aliases(loop.body) if aliases is None else aliases
+            facts = self.facts(_expand_aliases(node.test, aliases, node.lineno), walk.var)
             for in_body, branch in ((True, node.body), (False, node.orelse)):
                 hazard = (facts.a or facts.b) if in_body else (facts.c or facts.d)
                 if not hazard or not branch:
@@ -1304,6 +1310,48 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
             blocks.append(value)
     return blocks
 
+
+
+def _loop_aliases(body: list[ast.stmt]) -> dict[str, tuple[int, ast.AST]]:
+    """``name -> (line, value)`` of each name the loop body binds exactly once, by a plain
+    ``name = value`` statement of the body itself (``wrapped = getattr(sub, "_is_wrapped", False)``):
+    a test after that line reads the value (the statement runs first in every iteration)."""
+    stores: dict[str, int] = {}
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                stores[node.id] = stores.get(node.id, 0) + 1
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    stores[name] = 2
+    return {stmt.targets[0].id: (stmt.lineno, stmt.value) for stmt in body
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and stores.get(stmt.targets[0].id) == 1}
+
+
+def _expand_aliases(test: ast.AST, aliases: dict[str, tuple[int, ast.AST]], line: int) -> ast.AST:
+    """``test`` with each name of ``aliases`` bound before ``line`` replaced by its value, inside
+    ``not``/``and``/``or``, comparisons and ``bool(...)`` (what :meth:`facts` reads); ``test`` itself
+    when nothing is replaced."""
+    if not aliases:
+        return test
+    if isinstance(test, ast.Name):
+        found = aliases.get(test.id)
+        return found[1] if found is not None and found[0] < line else test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        operand = _expand_aliases(test.operand, aliases, line)
+        return test if operand is test.operand else ast.UnaryOp(op=test.op, operand=operand)
+    if isinstance(test, ast.BoolOp):
+        values = [_expand_aliases(v, aliases, line) for v in test.values]
+        return test if all(a is b for a, b in zip(values, test.values)) else ast.BoolOp(op=test.op, values=values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left = _expand_aliases(test.left, aliases, line)
+        return test if left is test.left else ast.Compare(left=left, ops=test.ops, comparators=test.comparators)
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "bool" \
+            and len(test.args) == 1 and not test.keywords:
+        arg = _expand_aliases(test.args[0], aliases, line)
+        return test if arg is test.args[0] else ast.Call(func=test.func, args=[arg], keywords=[])
+    return test
 
 def _statements(body: Sequence[ast.stmt], rebinding: str | None = None, enter_scopes: bool = False,
                 path: tuple[ast.AST, ...] = ()) -> Iterator[tuple[ast.stmt, tuple[ast.AST, ...]]]:
