@@ -600,8 +600,8 @@ class _Analyzer:
         """True when ``expr`` is a shard-degree quantity (name, attribute, getter call, alias);
         ``match``: the name test (default: the ``shard-degree-quantities`` regexes)."""
         match = match or self._quantity_name
-        if isinstance(expr, ast.NamedExpr):  # (ws := dist.get_world_size()) > 1 compares the value
-            return depth < _MAX_DEPTH and self.is_quantity(expr.value, scope, depth + 1, match)
+        if isinstance(expr, ast.NamedExpr):  # (ws := dist.get_world_size()) > 1: the value, named ws
+            return match(expr.target.id) or depth < _MAX_DEPTH and self.is_quantity(expr.value, scope, depth + 1, match)
         if isinstance(expr, ast.Call):
             func = expr.func
             if match(last_name(func)):
@@ -720,6 +720,8 @@ class _Analyzer:
             if not isinstance(expr, ast.Compare):
                 return {ast.unparse(expr)}
             quantity = expr.comparators[0] if isinstance(expr.left, ast.Constant) else expr.left
+            if isinstance(quantity, ast.NamedExpr):  # (ws := dist.get_world_size()) > 1: ws and its value
+                return {quantity.target.id, ast.unparse(quantity.value)}
             keys = {ast.unparse(quantity)}
             if isinstance(quantity, ast.Name):
                 value = self.alias_value(quantity, scope)
