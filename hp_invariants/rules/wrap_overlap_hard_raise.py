@@ -23,8 +23,10 @@ as an attribute, with `getattr`/`hasattr` or through the instance dict; a class 
 submodules in (`x.layer = C(x.layer)`, `setattr(parent, name, C(child))` in a loop over `child`) for
 `isinstance(sub, C)`; or a predicate helper of the file whose body is `return <marker test>`
 (`if _is_wrapped(sub): raise`). The test may read the marker through a local the loop body binds
-once, by a plain assignment before the test (`wrapped = getattr(sub, "_is_wrapped", False)`, then
-`if wrapped: raise`; a local rebound in the loop, or bound after the test, is not read as the marker).
+once, by a plain or annotated assignment before the test (`wrapped = getattr(sub, "_is_wrapped",
+False)`, then `if wrapped: raise`; root checks through such locals, `is_root = name == ""`, count as
+inline ones), or through a walrus in the test (`if wrapped := getattr(...)`); a local rebound in the
+loop, or bound after the test, is not read as the marker.
 `assert not <marked>` is the same hazard as a raise.
 
 Spellings of the class (each has a flagged fixture and a clean twin): the seed's `.modules()` loop;
@@ -915,6 +917,8 @@ class _FileChecker:
         """The :class:`Facts` of condition ``node`` about the marker of ``var``."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return self.facts(node.operand, var).negate()
+        if isinstance(node, ast.NamedExpr):  # if wrapped := getattr(sub, "_is_wrapped", False): the value
+            return self.facts(node.value, var)
         if isinstance(node, ast.BoolOp):
             parts = [self.facts(v, var) for v in node.values]
             if isinstance(node.op, ast.And):
@@ -1006,11 +1010,12 @@ class _FileChecker:
         for node, _ in _statements(loop.body, rebinding=None if walk.recursive else walk.var):
             if isinstance(node, ast.Assert):
                 # `assert not marked`: raises AssertionError exactly when the test is false
-                aliases = _loop_aliases(loop.body) if aliases is None else aliases
-                facts = self.facts(_expand_aliases(node.test, aliases, node.lineno), walk.var)
+                aliases = _loop_aliases(loop.body, walk.var) if aliases is None else aliases
+                test = _expand_aliases(node.test, aliases, node.lineno)
+                facts = self.facts(test, walk.var)
                 if (facts.c or facts.d) and id(node) not in self.reported \
-                        and not self._side_root_only(node.test, False, walk) \
-                        and not self._root_only_context(node, loop, walk) and not self._caught(node, loop):
+                        and not self._side_root_only(test, False, walk) \
+                        and not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop):
                     self.reported.add(id(node))
                     yield self._finding(node, walk, False, False, None)
                 continue
@@ -1020,17 +1025,18 @@ class _FileChecker:
                           list(self._raising_statements(node.orelse, func))]
             if not raising_in[0] and not raising_in[1]:
                 continue  # nothing raises here: the condition does not matter (and is not analysed)
-            aliases = _loop_aliases(loop.body) if aliases is None else aliases
-            facts = self.facts(_expand_aliases(node.test, aliases, node.lineno), walk.var)
+            aliases = _loop_aliases(loop.body, walk.var) if aliases is None else aliases
+            test = _expand_aliases(node.test, aliases, node.lineno)
+            facts = self.facts(test, walk.var)
             for in_body, branch in ((True, node.body), (False, node.orelse)):
                 hazard = (facts.a or facts.b) if in_body else (facts.c or facts.d)
                 if not hazard or not branch:
                     continue
                 safe = facts.a if in_body else facts.c
                 raising = raising_in[0] if in_body else raising_in[1]
-                if not raising or self._side_root_only(node.test, in_body, walk):
+                if not raising or self._side_root_only(test, in_body, walk):
                     continue
-                if self._root_only_context(node, loop, walk):
+                if self._root_only_context(node, loop, walk, aliases):
                     continue
                 for stmt, via_helper in raising:
                     if id(stmt) in self.reported or self._caught(stmt, loop):
@@ -1038,8 +1044,11 @@ class _FileChecker:
                     self.reported.add(id(stmt))
                     yield self._finding(stmt, walk, via_helper, safe, fix_loop)
 
-    def _root_only_context(self, node: ast.If, loop, walk: Walk) -> bool:
-        """True if ``node`` sits where only the root gets (enclosing root test, early continue)."""
+    def _root_only_context(self, node: ast.If, loop, walk: Walk,
+                           aliases: dict[str, tuple[int, ast.AST]] | None = None) -> bool:
+        """True if ``node`` sits where only the root gets (enclosing root test, early continue);
+        ``aliases``: the loop body's locals (see :func:`_loop_aliases`), read in those tests."""
+        aliases = aliases or {}
         if not walk.yields_root:
             return False
         child: ast.AST = node
@@ -1049,11 +1058,11 @@ class _FileChecker:
                     for prev in block[: block.index(child)]:
                         if (isinstance(prev, ast.If) and not prev.orelse and prev.body
                                 and isinstance(prev.body[-1], (ast.Continue, ast.Break, ast.Return, ast.Raise))
-                                and self._side_root_only(prev.test, False, walk)):
+                                and self._side_root_only(_expand_aliases(prev.test, aliases, prev.lineno), False, walk)):
                             return True
             if isinstance(anc, ast.If):
                 in_body = child in anc.body
-                if self._side_root_only(anc.test, in_body, walk):
+                if self._side_root_only(_expand_aliases(anc.test, aliases, anc.lineno), in_body, walk):
                     return True
             if anc is loop:
                 return False
@@ -1312,10 +1321,11 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
 
 
 
-def _loop_aliases(body: list[ast.stmt]) -> dict[str, tuple[int, ast.AST]]:
+def _loop_aliases(body: list[ast.stmt], var: str | None = None) -> dict[str, tuple[int, ast.AST]]:
     """``name -> (line, value)`` of each name the loop body binds exactly once, by a plain
-    ``name = value`` statement of the body itself (``wrapped = getattr(sub, "_is_wrapped", False)``):
-    a test after that line reads the value (the statement runs first in every iteration)."""
+    ``name = value`` (or ``name: T = value``) statement of the body itself (``wrapped = getattr(sub, "_is_wrapped", False)``):
+    a test after that line reads the value (the statement runs first in every iteration). The
+    walk's own variable ``var`` (``sub = stack.pop()``) is never one."""
     stores: dict[str, int] = {}
     for stmt in body:
         for node in ast.walk(stmt):
@@ -1324,9 +1334,17 @@ def _loop_aliases(body: list[ast.stmt]) -> dict[str, tuple[int, ast.AST]]:
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
                 for name in node.names:
                     stores[name] = 2
-    return {stmt.targets[0].id: (stmt.lineno, stmt.value) for stmt in body
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-            and stores.get(stmt.targets[0].id) == 1}
+    aliases: dict[str, tuple[int, ast.AST]] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:  # wrapped: bool = ...
+            target = stmt.target
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id != var and stores.get(target.id) == 1:
+            aliases[target.id] = (stmt.lineno, stmt.value)
+    return aliases
 
 
 def _expand_aliases(test: ast.AST, aliases: dict[str, tuple[int, ast.AST]], line: int) -> ast.AST:
