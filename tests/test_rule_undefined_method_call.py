@@ -627,7 +627,7 @@ def test_class_decorator_patches_skip_only_functions_without_a_mark():
 def test_namespace_package_names_resolve_after_the_real_module_names(tmp_path: Path):
     """A file in folders without ``__init__.py`` (PEP 420 namespace packages) is also found by the
     dotted names through those folders up to the project root, nearest first; a real module name
-    wins, two files with one such name are unknown unless one is in the asking file's folder, and a
+    wins (and no such name starts with a root module's name), two files with one such name are unknown unless one is in the asking file's folder, and a
     folder name that is not an identifier ends the chain."""
     root = _project(tmp_path, {
         "src/models/base.py": "class Base:\n    pass\n",
@@ -638,11 +638,16 @@ def test_namespace_package_names_resolve_after_the_real_module_names(tmp_path: P
         "b/shared/run.py": "",
         "my-tools/helpers.py": "class Helper:\n    pass\n",
         "models.py": "class Base:\n    pass\n",
+        "pkg/__init__.py": "",
+        "pkg/ns/ops.py": "class Op:\n    pass\n",
+        "tests/pkg/fakes.py": "class Fake:\n    pass\n",
+        "docs/_mock/torch/nn.py": "class Module:\n    pass\n",
     })
     index = ClassIndex.for_root(root, use_cache=False)
     number = {os.path.relpath(p, root): i for i, p in enumerate(index.paths)}
     assert index.resolve("models.Base") == (number["models.py"], "Base")  # the real module
     assert index.resolve("src.models.base.Base") == (number[os.path.join("src", "models", "base.py")], "Base")
+    assert index.resolve("models.base.Base") is None  # models.py at the root is what `import models` finds
     assert index.resolve("base.Base") == (number[os.path.join("src", "models", "base.py")], "Base")
     layers = (number[os.path.join("src", "stacks", "qwen", "layers.py")], "Layer")
     assert index.resolve("qwen.layers.Layer") == index.resolve("stacks.qwen.layers.Layer") == layers
@@ -652,3 +657,8 @@ def test_namespace_package_names_resolve_after_the_real_module_names(tmp_path: P
     assert index.resolve("shared.util.A", number[os.path.join("b", "shared", "run.py")]) == b_util
     assert index.resolve("helpers.Helper") == (number[os.path.join("my-tools", "helpers.py")], "Helper")
     assert index.resolve("my-tools.helpers.Helper") is None
+    ops = (number[os.path.join("pkg", "ns", "ops.py")], "Op")
+    assert index.resolve("pkg.ns.ops.Op") == ops  # a namespace folder inside the regular package pkg
+    assert index.resolve("pkg.fakes.Fake") is None  # tests/pkg is not the package pkg
+    assert index.resolve("tests.pkg.fakes.Fake") == (number[os.path.join("tests", "pkg", "fakes.py")], "Fake")
+    assert index.resolve("torch.nn.Module") == load_catalog()["torch.nn.Module"]  # not docs/_mock/torch/nn.py

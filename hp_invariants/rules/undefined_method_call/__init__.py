@@ -31,7 +31,9 @@ Ancestors are resolved across the files of the project (the nearest folder holdi
 `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`), through regular packages and through
 namespace packages (folders without `__init__.py`, PEP 420: `from models.base import Base` for
 `models/base.py`, `from stacks.qwen.layers import Layer` for `src/stacks/qwen/layers.py`; a name two
-such files share is unknown unless one is in the importing file's folder), and framework bases come from a bundled
+such files share is unknown unless one is in the importing file's folder; none starts like a regular
+package or root module of the project, a catalogued library or a standard-library module, which
+Python imports instead: `docs/_mock/torch/nn.py` is not `torch.nn`), and framework bases come from a bundled
 catalog generated from the real libraries (`torch.nn.Module` and its containers,
 `torch.autograd.Function`, `transformers.PreTrainedModel` and its mixins, `mindspore.nn.Cell`,
 builtins and common stdlib bases; `scripts/gen_framework_catalog.py` regenerates it), so the rule

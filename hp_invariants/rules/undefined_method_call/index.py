@@ -1096,27 +1096,45 @@ class ClassIndex:
         package; each chain of such folders between that folder and the project root, nearest first,
         gives it another name: ``<root>/src/models/base.py`` outside any package is ``base``, and
         also ``models.base`` and ``src.models.base``. Folder names that are not identifiers end the
-        chain (nothing can import through them). Only asked after the real module names: a name
-        both ways is the real one's."""
+        chain (nothing can import through them). Only asked after the real module names; and no
+        such name starts with what Python would import instead of a namespace package: a module at
+        the root of this project, a library of the framework catalog (``docs/_mock/torch/nn.py`` is
+        not ``torch.nn``), a standard-library module, or a regular package of the project other than
+        the folder itself (``pkg/ns/x.py`` inside the package ``pkg`` is ``pkg.ns.x``;
+        ``tests/pkg/x.py`` is not)."""
         if self._namespaces is not None:
             return self._namespaces
         names: dict[str, list[int]] = {}
-        root = os.path.normcase(os.path.abspath(self.root))
+        root = os.path.normcase(os.path.abspath(self.root)) + os.sep
+        sep = os.sep
+        candidates: list[tuple[str, int, str]] = []  # (module, file, its top folder below the root)
+        blocked = set(sys.stdlib_module_names) | {qual.split(".", 1)[0] for qual in self.catalog}
+        packages: dict[str, set[str]] = {}  # a regular top-level package -> its folders
         for module, files in self._by_module.items():
             for i in files:
                 path = os.path.normcase(self.paths[i])
-                levels = module.count(".") + (2 if os.path.basename(path) == "__init__.py" else 1)
-                top = path
-                for _ in range(levels):
-                    top = os.path.dirname(top)
-                prefix: list[str] = []
-                while top != root and top.startswith(root + os.sep):
-                    part = os.path.basename(top)
-                    if not part.isidentifier():
-                        break
-                    prefix.append(part)
-                    names.setdefault(".".join([*reversed(prefix), module]), []).append(i)
-                    top = os.path.dirname(top)
+                package = path.endswith(sep + "__init__.py")
+                top = path.rsplit(sep, module.count(".") + (2 if package else 1))[0]
+                first = module.split(".", 1)[0]
+                if "." in module or package:
+                    packages.setdefault(first, set()).add(top + sep + first)
+                elif path.rfind(sep) == len(root) - 1:
+                    blocked.add(first)  # a module at the root: `import first` finds it
+                if top.startswith(root):
+                    candidates.append((module, i, top[len(root):]))
+        for module, i, folders in candidates:
+            parts = folders.split(sep)
+            prefix = module
+            for j in range(len(parts) - 1, -1, -1):
+                part = parts[j]
+                if not part.isidentifier():
+                    break
+                prefix = f"{part}.{prefix}"
+                if part in blocked:
+                    continue
+                found = packages.get(part)  # a regular package of that name: only inside its own folder
+                if found is None or root + sep.join(parts[:j + 1]) in found:
+                    names.setdefault(prefix, []).append(i)
         self._namespaces = names
         return names
 
