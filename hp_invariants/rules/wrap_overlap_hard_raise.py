@@ -34,11 +34,11 @@ named walks, `enumerate`, a local alias, `list(...)`; `children()`; MindSpore ce
 `any(...)` form; marker attribute, `getattr`, `hasattr`, `__dict__`, `vars`; wrapper classes by
 name, `type(sub) is W`; a raising helper; nested `if`; an `or` condition; a nested loop; a stack or
 queue walk; a growing list; recursion; pair unpacking in the body; `dict(named_modules())`; a learned
-marker (directly, via `setattr`, via a helper); a learned wrapper class; a marker predicate; a marker read into a local first;
-`assert not`. Near misses that stay clean: the root check (outside the walk, `sub is module`,
-`name == ""`, `depth == 0`, a root passed down a recursion), a marker that is cleared, an attribute
-stored by an unrelated function of the file, a raise on a *missing* mark (a precondition), a
-caught raise, a stack of things that are not submodules.
+marker (directly, via `setattr`, via a helper); a learned wrapper class; a marker predicate; a
+marker read into a local first; `assert not`. Near misses that stay clean: the root check (outside
+the walk, `sub is module`, `name == ""`, `depth == 0`, a root passed down a recursion), a marker
+that is cleared, an attribute stored by an unrelated function of the file, a raise on a *missing*
+mark (a precondition), a caught raise, a stack of things that are not submodules.
 
 No message for:
 
@@ -1058,7 +1058,8 @@ class _FileChecker:
                     for prev in block[: block.index(child)]:
                         if (isinstance(prev, ast.If) and not prev.orelse and prev.body
                                 and isinstance(prev.body[-1], (ast.Continue, ast.Break, ast.Return, ast.Raise))
-                                and self._side_root_only(_expand_aliases(prev.test, aliases, prev.lineno), False, walk)):
+                                and self._side_root_only(_expand_aliases(prev.test, aliases, prev.lineno),
+                                                         False, walk)):
                             return True
             if isinstance(anc, ast.If):
                 in_body = child in anc.body
@@ -1320,12 +1321,12 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
     return blocks
 
 
-
 def _loop_aliases(body: list[ast.stmt], var: str | None = None) -> dict[str, tuple[int, ast.AST]]:
     """``name -> (line, value)`` of each name the loop body binds exactly once, by a plain
-    ``name = value`` (or ``name: T = value``) statement of the body itself (``wrapped = getattr(sub, "_is_wrapped", False)``):
-    a test after that line reads the value (the statement runs first in every iteration). The
-    walk's own variable ``var`` (``sub = stack.pop()``) is never one."""
+    ``name = value`` (or ``name: T = value``) statement of the body itself
+    (``wrapped = getattr(sub, "_is_wrapped", False)``): a test after that line reads the value (the
+    statement runs first in every iteration). The walk's own variable ``var`` (``sub = stack.pop()``)
+    is never one."""
     stores: dict[str, int] = {}
     for stmt in body:
         for node in ast.walk(stmt):

@@ -48,11 +48,11 @@ classmethod, a class attribute or nested class of that name, or assigns it: `sel
 `self.__dict__["m"] = ...`, `vars(self)["m"] = ...`, or `Cls.m = ...` anywhere in the project; or
 when the project stores that name on a receiver that may be an instance of the class: a framework
 walk setting `module.m = fn` on submodules, a connector's `callback.log = model.log`, a helper's
-`encoder.model = model` on its parameter, `self.child.m = ...`. A receiver counts unless it is bound to an unrelated class (every binding
-of the name in that file is a constructor call or an annotation of such a class; `self.child`
-built in `__init__` by one constructor). Methods that out-of-tree device backends install on
-`torch.nn.Module`/`torch.Tensor` (`npu()`, `mlu()`, `musa()`, ...; option
-`device-backend-methods`) count as defined there.
+`encoder.model = model` on its parameter, `self.child.m = ...`. A receiver counts unless it is
+bound to an unrelated class (every binding of the name in that file is a constructor call or an
+annotation of such a class; `self.child` built in `__init__` by one constructor). Methods that
+out-of-tree device backends install on `torch.nn.Module`/`torch.Tensor` (`npu()`, `mlu()`,
+`musa()`, ...; option `device-backend-methods`) count as defined there.
 
 No message when:
 
