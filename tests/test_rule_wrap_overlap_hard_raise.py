@@ -142,6 +142,22 @@ def test_raise_when_not_wrapped_is_not_the_hazard():
     """) == []
 
 
+def test_a_raise_in_a_finally_inside_the_walk_gets_no_safe_fix():
+    """``continue`` in that ``finally`` would discard the exception the ``try`` body raised."""
+    code = """
+        def wrap_all(model, wrapper):
+            for name, sub in model.named_modules():
+                try:
+                    wrapper(sub)
+                finally:
+                    if getattr(sub, "_is_wrapped", False):
+                        raise ValueError(name)
+    """
+    (finding,) = findings(code)
+    assert finding.fix.applicability is Applicability.UNSAFE
+    assert "raise" in fix(code)
+
+
 def test_or_condition_gets_an_unsafe_fix_applied_only_with_unsafe():
     code = """
         def wrap(model):

@@ -109,7 +109,8 @@ above the `continue`.
   reason (`if marker or other:`): `continue` would silence that other error too; when a handler
   around the walk may catch the refusal (`try: ... except ValueError: rollback(); raise`: the
   rollback would no longer run), when a context manager around it sees it (`with transaction():`),
-  when the raise translates another error inside an `except` handler of the loop body; and when
+  when the raise translates another error inside an `except` handler of the loop body, or sits in a
+  `finally` of the loop body (`continue` there would discard what the `try` raised); and when
   the raised exception is `NotImplementedError`
   (`if hasattr(sub, "_fsdp_wrapped_module"): raise NotImplementedError("nested FSDP unsupported")`):
   that is a deliberate unsupported-feature guard, not an overlap check, and skipping the submodule
@@ -1113,7 +1114,8 @@ class _FileChecker:
         False when it is raised while another exception is handled (inside an ``except`` between the
         walk loop and ``stmt``: a translation of that error), when a ``try`` around it (inside or
         around the walk, in the same function) has a handler that may catch it, when a ``finally``
-        around the walk may swallow it (``return``/``break``/``continue``), or when a ``with`` around it
+        around the walk may swallow it (``return``/``break``/``continue``), when it sits in a ``finally``
+        inside the walk (a ``continue`` there discards what the ``try`` body raised), or when a ``with`` around it
         enters a context manager that sees the exception (anything but the grad-mode ones).
         """
         raised = None
@@ -1130,6 +1132,8 @@ class _FileChecker:
                 return False
             elif isinstance(anc, ast.Try) or type(anc).__name__ == "TryStar":
                 if child in anc.body and any(_may_catch(h.type, raised) for h in anc.handlers):
+                    return False
+                if inside and child in anc.finalbody:  # `continue` there would drop the body's exception
                     return False
                 if not inside and child is not None and child not in anc.finalbody and any(
                         isinstance(n, (ast.Return, ast.Break, ast.Continue)) for n in _walk_no_scopes(anc.finalbody)):
