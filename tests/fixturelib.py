@@ -121,39 +121,51 @@ def unexcluded_config(tmp_path: Path) -> Path:
 
 
 def read_cache_file(path: Path) -> dict:
-    """The JSON part of a cache file of ours (a built-object file has its text tables after it),
-    with each text table of a built object's top level read back as a dict (keys) or list of str:
-    an independent reader of the layout :func:`hp_invariants.project.split_text_tables` writes."""
+    """The JSON part of a cache file of ours, with each text table of a built object's top level
+    read back as a dict (keys) or list of str: an independent reader of the layouts
+    :func:`hp_invariants.project.write_json` and :func:`hp_invariants.project.write_built` write (a
+    built object: its JSON line, the binary index of its tables, the texts, the checksum line)."""
     import json
+    import struct
 
     content = path.read_bytes()[:-9]  # the checksum line: see hp_invariants.project.with_checksum
-    head, _, payload = content.partition(b"\n")
+    head, _, rest = content.partition(b"\n")
     data = json.loads(head)
     plain = data["data"].get("object")
-    if isinstance(plain, dict):
+    if isinstance(plain, dict) and "index" in data["data"]:
+        order = "<" if data["data"]["order"] == "little" else ">"
+        index, texts = rest[:data["data"]["index"]], rest[data["data"]["index"]:]
         for key, value in plain.items():
             if isinstance(value, dict) and "@texts" in value:
-                at = value["at"]
-                starts = [0, *value["ends"][:-1]]
-                texts = [payload[at + a:at + b].decode("ascii") for a, b in zip(starts, value["ends"])]
-                plain[key] = texts if value["keys"] is None else dict(zip(value["keys"], texts))
+                n, at, where = value["@texts"], value["at"], value["index"]
+                ends = struct.unpack(f"{order}{n}I", index[where:where + 4 * n])
+                starts = [0, *ends[:-1]]
+                table = [texts[at + a:at + b].decode("utf-8") for a, b in zip(starts, ends)]
+                if value["keys"] is None:
+                    plain[key] = table
+                else:
+                    names = index[where + 8 * n:where + 8 * n + value["keys"]].decode("utf-8").split("\0") if n else []
+                    plain[key] = dict(zip(names, table))
     return data
 
 
 def write_cache_file(path: Path, data: dict, tables: tuple[str, ...] = ()) -> None:
-    """Write ``data`` (as :func:`read_cache_file` gives it) back, with a valid checksum (so that what
+    """Write ``data`` (as :func:`read_cache_file` gives it) back, with valid checksums (so that what
     is tested is the reader's validation of the content); the values of the built object named in
     ``tables`` (dicts or lists of JSON texts) are written as text tables."""
     import json
+    import zlib
 
     from hp_invariants.project import TextTable, split_text_tables, with_checksum
 
+    if "index" not in data["data"]:  # a plain JSON cache file
+        path.write_bytes(with_checksum(json.dumps(data, separators=(",", ":")).encode("ascii")))
+        return
     plain = dict(data["data"].get("object") or {})
     for key in tables:
         value = plain[key]
         plain[key] = TextTable(list(value.values()), list(value)) if isinstance(value, dict) else TextTable(list(value))
-    header, payload = split_text_tables(plain)
-    if tables:
-        data = {**data, "data": {**data["data"], "object": header}}
-    body = json.dumps(data, separators=(",", ":")).encode("ascii")
-    path.write_bytes(with_checksum(body + b"\n" + payload if payload else body))
+    header, index, texts = split_text_tables(plain)
+    data = {**data, "data": {**data["data"], "object": header, "index": len(index), "texts": len(texts)}}
+    head = json.dumps(data, separators=(",", ":")).encode("ascii") + b"\n"
+    path.write_bytes(head + index + texts + b"\n%08x" % zlib.crc32(head + index))

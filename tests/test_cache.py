@@ -588,16 +588,24 @@ def test_results_follow_a_helper_that_becomes_must_run_in_another_file(tmp_path)
 
 # ---------------------------------------------------------------------- text tables of built objects
 def test_text_tables_round_trip_and_reject_bad_descriptions():
-    from hp_invariants.project import StoredTexts, TextTable, join_text_tables, split_text_tables
+    import struct
+    import sys
+    import zlib
+
+    from hp_invariants.project import StoredTexts, TextReader, TextTable, join_text_tables, split_text_tables
 
     plain = {"paths": ["a.py"], "named": TextTable(['[1,"x"]', "{}", "[]"], ["f", "g", "h"]),
              "empty": TextTable([]), "listed": TextTable(["[2]", '"y"'])}
-    header, payload = split_text_tables(plain)
-    assert header["paths"] == ["a.py"]
-    assert header["named"] == {"@texts": 3, "keys": ["f", "g", "h"], "at": 0, "ends": [7, 9, 11]}
-    assert header["listed"] == {"@texts": 2, "keys": None, "at": 11, "ends": [3, 6]} and payload == b'[1,"x"]{}[][2]"y"'
-    raw = b"JSON-PART\n" + payload
-    back = join_text_tables(header, raw, 10)
+    header, index, texts = split_text_tables(plain)
+    assert header["paths"] == ["a.py"] and texts == b'[1,"x"]{}[][2]"y"'
+    assert header["named"] == {"@texts": 3, "at": 0, "index": 0, "keys": 5}
+    assert header["empty"] == {"@texts": 0, "at": 11, "index": 29, "keys": None}
+    assert header["listed"] == {"@texts": 2, "at": 11, "index": 29, "keys": None}
+    order = "<" if sys.byteorder == "little" else ">"
+    assert struct.unpack(f"{order}6I", index[:24]) == (7, 9, 11, *map(zlib.crc32, (b'[1,"x"]', b"{}", b"[]")))
+    assert index[24:29] == b"f\0g\0h" and len(index) == 29 + 16
+    raw = b"JSON-PART\n" + texts
+    back = join_text_tables(header, TextReader(raw=raw), index, 10, len(texts))
     named, listed = back["named"], back["listed"]
     assert isinstance(named, StoredTexts) and named.keyed and not listed.keyed
     assert [json.loads(named.get(k)) for k in named] == [[1, "x"], {}, []] and named.get("zz", 5) == 5
@@ -606,27 +614,38 @@ def test_text_tables_round_trip_and_reject_bad_descriptions():
     assert listed.get("x") is None and "x" not in listed and list(listed) == []
     with pytest.raises(TypeError):
         named[0]
-    for bad in ({"@texts": 2, "keys": None, "at": 0, "ends": [1]}, {"@texts": 1, "keys": None, "at": 0, "ends": ["1"]},
-                {"@texts": 2, "keys": None, "at": 0, "ends": [3, 2]}, {"@texts": 1, "keys": None, "at": 0, "ends": [99]},
-                {"@texts": 1, "keys": None, "at": 16, "ends": [2]}, {"@texts": 1, "keys": None, "at": -1, "ends": [1]},
-                {"@texts": 1, "keys": None, "at": 0, "ends": [-1]}, {"@texts": 1, "keys": None, "ends": [1]},
-                {"@texts": 1, "keys": ["a", "b"], "at": 0, "ends": [1]}, {"@texts": 1, "keys": [1], "at": 0, "ends": [1]},
-                {"@texts": "1", "keys": None, "at": 0, "ends": [1]}):
+    # written on a machine of the other byte order: read with the order its header names
+    swapped = bytearray(index)
+    for at in [*range(0, 24, 4), *range(29, 45, 4)]:  # the numbers of "named" and "listed", not the keys
+        swapped[at:at + 4] = swapped[at:at + 4][::-1]
+    other = "big" if sys.byteorder == "little" else "little"
+    foreign = join_text_tables(header, TextReader(raw=raw), bytes(swapped), 10, len(texts), other)
+    assert foreign["named"].get("h") == b"[]" and foreign["listed"][1] == b'"y"'
+    with pytest.raises(ValueError):  # read in the wrong order: offsets out of range
+        join_text_tables(header, TextReader(raw=raw), bytes(swapped), 10, len(texts))
+    for bad in ({"@texts": 2, "at": 0, "index": 0, "keys": None, "x": 1} | {"index": len(index) - 8},
+                {"@texts": 1, "at": 0, "index": "0", "keys": None}, {"@texts": 1, "at": 0, "index": 0, "keys": "3"},
+                {"@texts": 1, "at": 16, "index": 0, "keys": None}, {"@texts": 1, "at": -1, "index": 0, "keys": None},
+                {"@texts": 1, "index": 0, "keys": None}, {"@texts": 2, "at": 0, "index": 0, "keys": 99},
+                {"@texts": 1, "at": 0, "index": -1, "keys": None}, {"@texts": "1", "at": 0, "index": 0, "keys": None},
+                {"@texts": 3, "at": 0, "index": 0, "keys": 3}, [1]):
         with pytest.raises((TypeError, ValueError)):
-            StoredTexts.from_header(bad, raw, 10)
-    # the file's bytes are read with their checksum line after the content: no text may reach into it
-    with_sum = raw + b"\n0000abcd"
-    into_sum = {"@texts": 1, "keys": None, "at": 0, "ends": [len(payload) + 3]}
-    assert len(StoredTexts.from_header(into_sum, with_sum, 10)) == 1  # without a size: all the bytes count
+            StoredTexts.from_header(bad, TextReader(raw=raw), index, 10, len(texts))
+    # each text is checked when read: a flipped byte or a file cut short raises ValueError
+    flipped = join_text_tables(header, TextReader(raw=raw.replace(b'"x"', b'"z"')), index, 10, len(texts))
+    assert flipped["named"].get("g") == b"{}"
     with pytest.raises(ValueError):
-        StoredTexts.from_header(into_sum, with_sum, 10, len(raw))
-    assert json.loads(join_text_tables(header, with_sum, 10, len(raw))["listed"][1]) == "y"
+        flipped["named"].get("f")
+    with pytest.raises(ValueError):
+        join_text_tables(header, TextReader(raw=raw[:-2]), index, 10, len(texts))["listed"][1]
     unicode = {"t": TextTable(['["gr\u00f6\u00dfe"]', '"\u4e2d"'], ["\u00e9t\u00e9", "x"])}  # identifiers need not be ASCII
-    header, payload = split_text_tables(unicode)
-    back = join_text_tables(header, b"H\n" + payload, 2)["t"]
+    header, index, texts = split_text_tables(unicode)
+    back = join_text_tables(header, TextReader(raw=b"H\n" + texts), index, 2, len(texts))["t"]
     assert json.loads(back.get("\u00e9t\u00e9")) == ["gr\u00f6\u00dfe"] and json.loads(back.get("x")) == "\u4e2d"
     with pytest.raises(UnicodeEncodeError):
         split_text_tables({"t": TextTable(['"\ud800"'])})
+    with pytest.raises(ValueError):  # keys are joined by NUL
+        split_text_tables({"t": TextTable(["1"], ["a\0b"])})
 
 
 def test_a_truncated_built_object_is_rebuilt(tmp_path):
@@ -672,20 +691,37 @@ def test_a_damaged_cache_file_reads_as_missing(tmp_path):
     assert len(files) == 5  # manifest, summaries, two built objects, results
     for path in files:
         raw = path.read_bytes()
-        tag = project_module.read_json_with_payload(path, "x", root)  # wrong tag: None, but parsed
-        assert tag is None
-        if ".built." in path.name:  # the bytes as read (checksum line included, not copied) and the content's end
-            key = path.name.split(".built.")[1][: -len(".json")]
-            facts = next(r.project_facts for r in RULES if r.project_facts is not None and r.project_facts.key == key)
-            _data, whole, base, size = project_module.read_json_with_payload(path, project_module.cache_tag([facts]), root)
-            assert whole == raw and size == len(raw) - 9 and raw[base - 1:base] == b"\n"
-        for at in (5, len(raw) // 2, len(raw) - 12, len(raw) - 1):
+        assert project_module.read_json(path, "x", root) is None  # wrong tag
+        positions = [5, len(raw) // 2, len(raw) - 12, len(raw) - 1]
+        if ".built." in path.name:  # a JSON line and a binary index checked on read, texts checked one by one
+            head = raw.index(b"\n") + 1
+            index_size = read_cache_file(path)["data"]["index"]
+            assert index_size > 0 and raw[-9:-8] == b"\n"
+            positions += [head + 2, head + index_size - 1, head + index_size + 1]  # the index, the first text
+        for at in positions:
             damaged = bytearray(raw)
             damaged[at] = ord("x") if damaged[at] != ord("x") else ord("y")
             path.write_bytes(bytes(damaged))
-            assert project_module._checked(bytes(damaged)) is None
+            if ".built." not in path.name:
+                assert project_module._checked(bytes(damaged)) is None
+            else:  # else the files' results are reused and the index is not read
+                for results in cache.glob("results-*.json"):
+                    results.unlink()
             assert _check(root, cache) == expected, (path.name, at)
             path.write_bytes(raw)
+    # the damage the checksum was added for (a fresh helper's): a name in a text changed into another
+    # valid name, so the text still decodes; the object built from it would no longer report 'step'
+    for path in (p for p in files if ".built." in p.name):
+        raw = path.read_bytes()
+        start = raw.index(b"\n") + 1 + read_cache_file(path)["data"]["index"]
+        texts = raw[start:-9]
+        if b"stop" in texts:
+            path.write_bytes(raw[:start] + texts.replace(b"stop", b"step") + raw[-9:])
+            for results in cache.glob("results-*.json"):  # else the files' results are reused: no index read
+                results.unlink()
+            assert _check(root, cache) == expected, path.name
+            path.write_bytes(raw)
+    assert any(b"stop" in p.read_bytes() for p in files if ".built." in p.name)
     manifest = next(p for p in files if p.name.count(".") == 1 and p.name.startswith("project-"))
     head = manifest.read_bytes()[:-9]
     swapped = head.replace(b'"format"', b'"FORMAT"', 1)
