@@ -564,6 +564,19 @@ def _closure_names(calls: frozenset[str]) -> Iterable[str]:
     return names
 
 
+def _bind_target(table: dict[str, list[ast.AST | None]], target: ast.AST, value: ast.AST | None) -> None:
+    """Record in ``table`` each name the assignment target ``target`` binds (``value`` for a plain
+    name, ``None`` for an unpacked one). A module function: a closure calling itself would be a
+    reference cycle per scope, left for the cyclic collector."""
+    if isinstance(target, ast.Name):
+        table.setdefault(target.id, []).append(value)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            _bind_target(table, elt, None)
+    elif isinstance(target, ast.Starred):
+        _bind_target(table, target.value, None)
+
+
 class _Analyzer:
     """Gate analysis for one file (options, alias and definition caches, project facts)."""
 
@@ -819,13 +832,7 @@ class _Analyzer:
         table: dict[str, list[ast.AST | None]] = {}
 
         def bind(target: ast.AST, value: ast.AST | None) -> None:
-            if isinstance(target, ast.Name):
-                table.setdefault(target.id, []).append(value)
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                for elt in target.elts:
-                    bind(elt, None)
-            elif isinstance(target, ast.Starred):
-                bind(target.value, None)
+            _bind_target(table, target, value)
 
         if isinstance(scope, FunctionNode + (ast.Lambda,)):
             args = scope.args

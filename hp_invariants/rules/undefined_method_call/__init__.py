@@ -1113,13 +1113,7 @@ def _self_stores(node: ast.AST, receiver: str) -> list[tuple[str, ast.AST | None
     out: list[tuple[str, ast.AST | None]] = []
 
     def targets(target: ast.AST, value: ast.AST | None) -> None:
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == receiver:
-            out.append((target.attr, value))
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            for elt in target.elts:
-                targets(elt, None)
-        elif isinstance(target, ast.Starred):
-            targets(target.value, None)
+        _store_targets(target, value, receiver, out)
 
     if isinstance(node, ast.Assign):
         for target in node.targets:
@@ -1146,6 +1140,19 @@ def _self_stores(node: ast.AST, receiver: str) -> list[tuple[str, ast.AST | None
             if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
                 out.append((attr.value, None))
     return out
+
+
+def _store_targets(target: ast.AST, value: ast.AST | None, receiver: str, out: list) -> None:
+    """Append to ``out`` the ``(attr, value)`` of each ``receiver.attr`` in the assignment target
+    ``target`` (unpacked targets get ``None``). A module function, not a closure that calls itself:
+    such a closure is a reference cycle, left for the cyclic collector once per statement scanned."""
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == receiver:
+        out.append((target.attr, value))
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            _store_targets(elt, None, receiver, out)
+    elif isinstance(target, ast.Starred):
+        _store_targets(target.value, None, receiver, out)
 
 
 __all__ = ["UndefinedMethodCall", "CatalogEntry"]
