@@ -506,21 +506,35 @@ def test_tracked_questions_are_recorded_with_positional_arguments(tmp_path):
 
 
 def test_recorded_hierarchy_answers_keep_every_member_difference():
-    """The results cache records a hierarchy's large member sets as digests: equal sets give equal
-    records, a set that differs by one name (an edit to a base class) a different one."""
-    from hp_invariants.rules.undefined_method_call.index import Hierarchy, _normal
+    """The results cache records a hierarchy's large name sets as digests, and its members as what
+    they hold beyond ``own | inherited`` and lack from it: equal hierarchies give equal records, a
+    set that differs by one name (an edit to a base class) a different one."""
+    from hp_invariants.rules.undefined_method_call.index import _HIER_FIELDS, Hierarchy, _normal
 
     names = [f"m{i}" for i in range(40)]
-    def hier(members, own=("a",)):
+    members_at, inherited_at = _HIER_FIELDS.index("members"), _HIER_FIELDS.index("inherited")
+
+    def hier(members, own=("a",), inherited=None):
         return Hierarchy(key=(0, "C"), members=frozenset(members), own=frozenset(own), ancestors=frozenset(),
                          unknown=False, dynamic=False, abstract=False, catalog=(), is_type=False,
-                         inherited=frozenset(members))
-    view = type("View", (), {"paths": ["/p/a.py"]})()
+                         inherited=frozenset(members if inherited is None else inherited))
+
+    view = type("View", (), {"paths": ["/p/a.py", "/elsewhere/b.py"], "_record_paths": {}, "_root_prefix": "/p/",
+                             "_names_memo": {}})()
     same = _normal(view, hier(names)), _normal(view, hier(list(reversed(names))))
-    assert same[0] == same[1] and same[0][1][0] == "d"
+    assert same[0] == same[1] and same[0][inherited_at][0] == "d"
+    assert same[0][members_at] == ["m", [], ["a"]]  # members lack the own name "a"
+    whole = _normal(view, hier(["a", *names]))
+    assert whole[members_at] == ["m", [], []] and whole[inherited_at] != same[0][inherited_at]
+    # files are named relative to the project root (absolute when outside it)
+    assert same[0][0] == ["k", "a.py", "C"] and _normal(view, (1, "D")) == ["k", "/elsewhere/b.py", "D"]
     assert _normal(view, hier(names + ["extra"])) != same[0]
     assert _normal(view, hier(names[:-1] + ["m39_renamed"])) != same[0]
     assert _normal(view, hier(names, own=("b",))) != same[0]  # small sets are kept as they are
+    # members alone differing from own | inherited, by one name or by many
+    assert _normal(view, hier(names + ["extra"], inherited=names))[members_at] == ["m", ["extra"], ["a"]]
+    many = _normal(view, hier(names[:5], inherited=names))[members_at]
+    assert many[0] == "m" and many[2][0] == "d" and many != _normal(view, hier(names[:6], inherited=names))[members_at]
 
 
 @pytest.mark.parametrize(("text", "named"), [

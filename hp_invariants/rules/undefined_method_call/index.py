@@ -919,6 +919,9 @@ class ClassIndex:
         self._possible_memo: dict[ClassKey, list[ClassKey]] = {}
         self._patched: dict[str, set[str]] | None = None
         self._dependency_memo: dict[tuple, tuple] = {}  # question -> normal form, answer's JSON text
+        self._record_paths: dict[int, str] = {}  # file number -> its path as a dependency record holds it
+        self._names_memo: dict[frozenset[str], list] = {}  # a large name set -> its recorded digest
+        self._root_prefix = os.path.join(str(self.root), "")
         self.stats = {"parsed": 0, "cached": 0, "failed": 0}
 
     # ------------------------------------------------------------------ the built-object cache
@@ -1743,16 +1746,15 @@ def _normal(view: ClassIndex, value: object, question: bool = False) -> object:
     if value is None or kind is str or kind is bool:
         return value
     if kind is int:
-        return ["f", view.paths[value]] if question else value  # type: ignore[index]
+        return ["f", _record_path(view, value)] if question else value  # type: ignore[arg-type]
     if kind is tuple and len(value) == 2 and type(value[0]) is int and type(value[1]) is str:  # type: ignore[arg-type]
-        return ["k", view.paths[value[0]], value[1]]  # type: ignore[index]
+        return ["k", _record_path(view, value[0]), value[1]]  # type: ignore[index]
     if isinstance(value, CatalogEntry):
         return ["c", value.qualname]
     if isinstance(value, Hierarchy):
         memo = _HIER_MEMO.get(id(value))
         if memo is None or memo[0] is not value:
-            memo = _HIER_MEMO[id(value)] = (value, [_names_digest(v) if _all_names(v) else _normal(view, v)
-                                                    for v in map(value.__getattribute__, _HIER_FIELDS)])
+            memo = _HIER_MEMO[id(value)] = (value, _hierarchy_normal(view, value))
         return memo[1]
     if isinstance(value, (set, frozenset, list)):
         if not value or set(map(type, value)) == _ONLY_STR:  # the common case, tested at C speed
@@ -1761,6 +1763,47 @@ def _normal(view: ClassIndex, value: object, question: bool = False) -> object:
     if isinstance(value, tuple):
         return [_normal(view, v, question) for v in value]
     raise TypeError(f"cannot record a {kind.__name__}")
+
+
+def _record_path(view: ClassIndex, number: int) -> str:
+    """The path of file ``number`` as a dependency record holds it: relative to the project root
+    when under it (a record names hundreds of files: absolute paths made the results file and the
+    texts hashed for it twice as long), else absolute; :func:`_denormal` joins it to the root."""
+    found = view._record_paths.get(number)
+    if found is None:
+        path = view.paths[number]
+        prefix = view._root_prefix
+        found = view._record_paths[number] = path[len(prefix):] if path.startswith(prefix) else path
+    return found
+
+
+def _hierarchy_normal(view: ClassIndex, hierarchy: Hierarchy) -> list:
+    """The normal form of a :class:`Hierarchy`: its fields in order, large name sets as digests
+    (memoized by value on the view: a class's inherited names are often its siblings'); ``members``,
+    nearly always ``own | inherited``, as the names it has beyond that and lacks from it, which with
+    the other two fields determine it: hashing it whole doubled the cost of recording a hierarchy."""
+    out: list = []
+    for name in _HIER_FIELDS:
+        value = getattr(hierarchy, name)
+        if name == "members":
+            known = hierarchy.own | hierarchy.inherited
+            out.append(["m", _names_normal(view, value - known), _names_normal(view, known - value)])
+        elif _all_names(value):
+            out.append(_names_normal(view, value))
+        else:
+            out.append(_normal(view, value))
+    return out
+
+
+def _names_normal(view: ClassIndex, names: frozenset[str]) -> list:
+    """A set of names as recorded: sorted, or past 8 names the digest of :func:`_names_digest`
+    (memoized by value on the view)."""
+    if len(names) <= 8:
+        return sorted(names)
+    found = view._names_memo.get(names)
+    if found is None:
+        found = view._names_memo[names] = _names_digest(names)
+    return found
 
 
 def _all_names(value: object) -> bool:
@@ -1790,10 +1833,10 @@ def _denormal(view: ClassIndex, value: object) -> object:
     """Inverse of :func:`_normal` for questions; :data:`_MISSING` for a file not indexed."""
     if isinstance(value, list):
         if value and value[0] == "f" and len(value) == 2:
-            i = view.file_index(_str(value[1]))
+            i = view.file_index(os.path.join(view._root_prefix, _str(value[1])))
             return _MISSING if i is None else i
         if value and value[0] == "k" and len(value) == 3:
-            i = view.file_index(_str(value[1]))
+            i = view.file_index(os.path.join(view._root_prefix, _str(value[1])))
             return _MISSING if i is None else (i, _str(value[2]))
         if value and value[0] == "c" and len(value) == 2:
             entry = view.catalog.get(_str(value[1]))
