@@ -1,7 +1,5 @@
-"""``python -m hp_invariants`` runs the CLI."""
+"""``python -m hp_invariants`` runs the CLI (as the ``hp-invariants`` console script does)."""
 
-import sys
+from hp_invariants.cli import run
 
-from hp_invariants.cli import main
-
-sys.exit(main())
+run()

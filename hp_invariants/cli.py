@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from hp_invariants import __version__, engine, output
 from hp_invariants.config import ConfigError, Overrides, Resolver, validate_codes
@@ -310,8 +310,25 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def run() -> NoReturn:
+    """The ``hp-invariants`` console script (and ``python -m hp_invariants``): :func:`main`, then
+    the standard streams flushed and the process ended at once with its exit code, skipping the
+    interpreter's teardown, as mypy does: freeing every object of a run (the project facts, the
+    modules) and the collections at exit cost 72 M instructions, 0.8% of a ``check`` of
+    torch/distributed whose facts come from the cache, for nothing a user sees. Everything the
+    commands write (reports, fixed files, cache files) is written and closed before :func:`main`
+    returns; the ``-j`` workers are gone by then. Callers in the same process use :func:`main`."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # a closed pipe (`| head`): nothing more to say
+            pass
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``hp-invariants`` console script; returns the exit code."""
+    """Entry point of the CLI (:func:`run` for the console script); returns the exit code."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

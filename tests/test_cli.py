@@ -80,9 +80,15 @@ def test_fixed_examples_are_clean():
 
 
 def test_console_script_runs_as_a_subprocess():
+    # the console script ends the process at once after main() (cli.run): both streams are flushed first
     proc = subprocess.run([sys.executable, "-m", "hp_invariants", "check", "--no-cache", str(REGRESSIONS)],
                           capture_output=True, text=True)
     assert proc.returncode == 1
+    assert proc.stderr.startswith("Found 4 finding(s) in 4 file(s), 4 checked")
+    import tomllib
+
+    scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"hp-invariants": "hp_invariants.cli:run"}
     lines = proc.stdout.splitlines()
     assert len(lines) == 4
     for line in lines:
