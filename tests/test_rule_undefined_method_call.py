@@ -481,12 +481,13 @@ def test_test_code_construction_does_not_make_a_library_mixin_concrete(tmp_path)
 
 
 def test_answers_digest_from_cached_item_texts_is_the_digest_of_the_list():
-    # dependencies() digests a file's answers from each answer's cached JSON text; still_valid()
+    # dependencies() digests a file's answers from each answer's cached text; still_valid()
     # digests the replayed answers as one list: the two must agree for every kind of answer
-    answers = [None, True, "torch.nn.Module", ["k", "/p/a.py", "A"], [["c", "x"], ["é", "\u2028", 3]], [], {"a": 1}]
+    answers = [None, True, "torch.nn.Module", ["k", "/p/a.py", "A"], [["c", "x"], ["é", "\u2028", 3]], [], {"a": 1},
+               "it's \"quoted\"", "\ud800"]
     for n in range(len(answers) + 1):
         items = answers[:n]
-        joined = "[" + ",".join(class_index._compact_json(a) for a in items) + "]"
+        joined = "[" + ", ".join(class_index._answer_text(a) for a in items) + "]"
         assert class_index._text_digest(joined) == class_index._answers_digest(items)
 
 

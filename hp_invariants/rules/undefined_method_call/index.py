@@ -918,7 +918,7 @@ class ClassIndex:
         self._name_children: dict[str, list[ClassKey]] | None = None
         self._possible_memo: dict[ClassKey, list[ClassKey]] = {}
         self._patched: dict[str, set[str]] | None = None
-        self._dependency_memo: dict[tuple, tuple] = {}  # question -> normal form, answer's JSON text
+        self._dependency_memo: dict[tuple, tuple] = {}  # question -> normal form, answer's text
         self._record_paths: dict[int, str] = {}  # file number -> its path as a dependency record holds it
         self._names_memo: dict[frozenset[str], list] = {}  # a large name set -> its recorded digest
         self._root_prefix = os.path.join(str(self.root), "")
@@ -1526,16 +1526,16 @@ class ClassIndexFacts(ProjectFacts):
             questions = [_normal(view, q, question=True) for q in asked]
             return {"q": questions, "a": _answers_digest(_answers(view, asked))}
         # the files of one run ask the same view many of the same questions: each question's normal
-        # form and its answer's JSON text are computed once per view (answers are pure functions of it)
+        # form and its answer's text are computed once per view (answers are pure functions of it)
         memo = view._dependency_memo
         questions, texts = [], []
         for q in asked:
             found = memo.get(q)
             if found is None:
-                found = memo[q] = (_normal(view, q, question=True), _compact_json(_normal(view, answers[q][1])))
+                found = memo[q] = (_normal(view, q, question=True), _answer_text(_normal(view, answers[q][1])))
             questions.append(found[0])
             texts.append(found[1])
-        return {"q": questions, "a": _text_digest("[" + ",".join(texts) + "]")}
+        return {"q": questions, "a": _text_digest("[" + ", ".join(texts) + "]")}
 
     def still_valid(self, data: "ClassIndex", path: str, digest: bytes, record: object) -> bool:
         """Replay the recorded questions on the index ``data``: True when the file is indexed with the
@@ -1851,17 +1851,20 @@ def _answers(view: ClassIndex, asked: list) -> list:
     return [_normal(view, getattr(view, q[0])(*q[1:])) for q in asked]
 
 
-_compact_json = json.JSONEncoder(separators=(",", ":")).encode
-"""``json.dumps(value, separators=(",", ":"))`` with one encoder for every call."""
+_answer_text = repr
+"""The text of an answer's normal form that is hashed (never stored or parsed): ``repr`` of nested
+lists, strings, ints, bools and ``None`` is deterministic, and a third cheaper than :mod:`json`'s
+encoder for these small values (measured: 5.8 against 8.6 ms for the 3,504 answers of a check of
+torch/distributed)."""
 
 
 def _answers_digest(answers: list) -> str:
-    return _text_digest(_compact_json(answers))
+    return _text_digest(_answer_text(answers))
 
 
 def _text_digest(text: str) -> str:
-    """The digest of the JSON text of a list of answers (``_compact_json`` of a list is ``[``, its
-    items' texts joined by ``,``, then ``]``, so a digest can be taken from the items' cached texts)."""
+    """The digest of the text of a list of answers (``repr`` of a list is ``[``, its items' texts
+    joined by ``, ``, then ``]``, so a digest can be taken from the items' cached texts)."""
     import hashlib  # noqa: PLC0415
 
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
