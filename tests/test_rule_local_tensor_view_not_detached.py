@@ -470,3 +470,18 @@ def test_gradient_and_buffer_receivers_are_not_parameters(receiver, flagged):
         {receiver}._local_tensor = flat[:1]
     """
     assert bool(check(code)) is flagged
+
+
+def test_the_reported_view_of_a_helper_call_is_the_same_every_run():
+    """A helper whose body makes two views exports two origins on the call; their order was left to
+    set order (memory addresses), so the message named 'narrow' in one run and 'view' in the next
+    (a fresh helper's find; it also made cached and uncached runs differ)."""
+    path = Path(__file__).parent / "fixtures" / "local-tensor-view-not-detached" / "checker" / "helper_function.py"
+    messages = set()
+    kept = []  # keep every result alive, so that each session's objects get new addresses
+    for _ in range(30):
+        result = engine.session_for_rules([RULE]).check_bytes(str(path), path.read_bytes())
+        kept.append(result)
+        messages.add(tuple(f.message for f in result.findings))
+    assert len(messages) == 1
+    assert any(m.startswith("'narrow' view") for m in next(iter(messages)))

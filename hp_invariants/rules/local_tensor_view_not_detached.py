@@ -333,7 +333,9 @@ class LocalTensorViewNotDetached(Rule):
         origins = [o for o in sink.inline | sink.carried if o.kind in ("view", "unpack", "store")]
         if not origins:
             return None
-        origins.sort(key=lambda o: (o.anchor.lineno, o.anchor.col_offset, o.kind, o.var))
+        # every field that can tell two origins apart: a helper call exports one origin per view op
+        # of its body on the same anchor, and a tie left to set order named a different op each run
+        origins.sort(key=lambda o: (o.anchor.lineno, o.anchor.col_offset, o.kind, o.var, o.op, o.nograd))
         inline = [o for o in origins if o in sink.inline]
         location = inline[0].anchor if inline and len(inline) == len(origins) and inline[0].kind == "view" else sink.node
         nograd = [o.nograd for o in origins]
