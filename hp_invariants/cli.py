@@ -322,8 +322,16 @@ def run() -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError, AttributeError):  # a closed pipe (`| head`): nothing more to say
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
             pass
+        except (OSError, ValueError) as exc:  # a full disk: the report is lost, which must not read as success
+            code = 2
+            if stream is sys.stdout:
+                try:
+                    sys.stderr.write(f"hp-invariants: cannot write the report: {exc}\n")
+                    sys.stderr.flush()
+                except (OSError, ValueError):
+                    pass
     os._exit(code)
 
 

@@ -98,6 +98,19 @@ def test_console_script_runs_as_a_subprocess():
         assert int(lineno) > 0 and int(col) > 0
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_report_lost_at_the_final_flush_is_exit_2_not_success():
+    """The console script flushes the streams itself before ending the process (cli.run): a write
+    that fails there (a full disk) is exit 2 with a message, not a silent exit 0/1; only a closed
+    pipe is quiet. A fresh helper's find (with PYTHONUNBUFFERED set, as here, it did not show)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "hp_invariants", "check", "--no-cache", "--format", "json",
+                               str(REGRESSIONS)], stdout=full, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.returncode == 2
+    assert "cannot write the report" in proc.stderr
+
+
 # ---------------------------------------------------------------------- exit codes and formats
 def test_exit_codes(project: Path):
     assert run_cli("check", str(project / "clean.py"))[0] == 0
