@@ -318,7 +318,16 @@ def run() -> NoReturn:
     torch/distributed whose facts come from the cache, for nothing a user sees. Everything the
     commands write (reports, fixed files, cache files) is written and closed before :func:`main`
     returns; the ``-j`` workers are gone by then. Callers in the same process use :func:`main`."""
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = 130
+    except Exception as exc:  # noqa: BLE001 - main's own handler failed (no file descriptor left to import
+        code = 2              # traceback, say): exit 1 would read as "findings"
+        try:
+            sys.stderr.write(f"hp-invariants: internal error: {type(exc).__name__}: {exc}. Exit 2.\n")
+        except (OSError, ValueError):
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

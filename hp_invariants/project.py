@@ -268,38 +268,85 @@ _U32 = next(code for code in "IL" if array(code).itemsize == 4)
 
 class TextReader:
     """Where the texts of a built object's tables are read from: ``read(offset, size)`` gives the
-    bytes at ``offset`` of a file opened once (``os.pread`` where it exists: processes forked after
-    the read share the open file, so a shared file position would not do), or of ``bytes`` given
-    (tests); raises ``ValueError`` when fewer bytes are there (a file cut short since) and ``OSError``
-    when the file cannot be read. The file is closed when the reader is garbage-collected."""
+    bytes at ``offset`` of a cache file (``os.pread`` where it exists: processes forked after the
+    read share the open file, so a shared file position would not do), or of ``bytes`` given
+    (tests); raises ``ValueError`` when fewer bytes are there (a file cut short since) or the file
+    was replaced since, and ``OSError`` when it cannot be read.
 
-    __slots__ = ("_handle", "_raw")
+    At most :data:`MAX_OPEN_READERS` files stay open at once, the most recently read (a run over
+    hundreds of project roots would otherwise hold two files per root open and run out of file
+    descriptors): a reader whose file was closed opens it again when next read, and refuses it
+    (``ValueError``: the object then rebuilds) unless it is the same file (device, inode, size and
+    modification time as when first opened)."""
+
+    __slots__ = ("_handle", "_raw", "_path", "_identity")
 
     def __init__(self, handle: Any = None, raw: bytes | None = None):
+        """``handle``: a file opened in binary mode (kept, see :meth:`keep`); ``raw``: the bytes instead."""
         self._handle = handle
         self._raw = raw
+        self._path = os.path.abspath(handle.name) if handle is not None else None
+        self._identity = _identity(os.fstat(handle.fileno())) if handle is not None else None
+
+    def keep(self) -> None:
+        """Count the open file among those kept open (closing the least recently read beyond the cap)."""
+        if self._handle is not None:
+            _OPEN_READERS[id(self)] = self
+            while len(_OPEN_READERS) > MAX_OPEN_READERS:
+                _OPEN_READERS.pop(next(iter(_OPEN_READERS))).close()
 
     def read(self, offset: int, size: int) -> bytes:
         """The ``size`` bytes at ``offset``."""
         if self._raw is not None:
             data = self._raw[offset:offset + size]
-        elif _PREAD is not None:
-            data = _PREAD(self._handle.fileno(), size, offset)
-        else:  # pragma: no cover - Windows: no fork there, so the position is this process's own
-            self._handle.seek(offset)
-            data = self._handle.read(size)
+        else:
+            handle = self._handle
+            if handle is None:
+                handle = self._reopen()
+            elif _OPEN_READERS.get(id(self)) is self:  # the most recently read goes last
+                _OPEN_READERS[id(self)] = _OPEN_READERS.pop(id(self))
+            if _PREAD is not None:
+                data = _PREAD(handle.fileno(), size, offset)
+            else:  # pragma: no cover - Windows: no fork there, so the position is this process's own
+                handle.seek(offset)
+                data = handle.read(size)
         if len(data) != size:
             raise ValueError("the cache file was cut short")
         return data
 
+    def _reopen(self) -> Any:
+        if self._path is None:
+            raise ValueError("no cache file to read")
+        handle = open(self._path, "rb")  # noqa: SIM115 - kept open, see keep()
+        if _identity(os.fstat(handle.fileno())) != self._identity:
+            handle.close()
+            raise ValueError("the cache file was replaced since it was read")
+        self._handle = handle
+        self.keep()
+        return handle
+
     def close(self) -> None:
-        """Close the file (reads raise afterwards)."""
+        """Close the file (a later read opens it again, see :class:`TextReader`)."""
+        if _OPEN_READERS.get(id(self)) is self:
+            del _OPEN_READERS[id(self)]
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __del__(self) -> None:
         if self._handle is not None:
             self._handle.close()
 
-    def __del__(self) -> None:
-        self.close()
 
+def _identity(stat: os.stat_result) -> tuple[int, int, int, int]:
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+MAX_OPEN_READERS = 8
+"""At most this many built-object cache files stay open (two per project root: four roots)."""
+
+_OPEN_READERS: dict[int, TextReader] = {}
+"""The readers whose file is open, least recently read first (see :class:`TextReader`)."""
 
 _PREAD = getattr(os, "pread", None)
 
@@ -1068,34 +1115,44 @@ def read_built(path: str, root: Path, facts: ProjectFacts, fingerprint: str,
     The file (:func:`write_built`) is a JSON line, the checked index of its text tables, the texts,
     then the checksum line of the JSON line and the index only: what is read here is checked whole
     (a damaged file reads as missing), and each text is read and checked when the object decodes it
-    (:class:`StoredTexts`). The file stays open for that, as the reader of its texts."""
+    (:class:`StoredTexts`). The file stays open for that (:class:`TextReader`: a bounded number of
+    such files stay open, others are opened again when read)."""
     try:
         handle = open(_built_path(path, facts), "rb")  # noqa: SIM115 - kept open: the texts are read later
     except OSError:
         return None
     reader = TextReader(handle)
     try:
-        head = handle.readline()
-        loaded = json.loads(head)
-        data = _header_data(loaded, cache_tag([facts]), root)
-        if data is None or data.get("fingerprint") != fingerprint or type(data.get("failed")) is not int:
-            return None
-        index_size, texts_size, byteorder = data.get("index"), data.get("texts"), data.get("order")
-        if type(index_size) is not int or type(texts_size) is not int or byteorder not in ("little", "big") \
-                or index_size < 0 or texts_size < 0:
-            return None
-        index = handle.read(index_size)
-        base = len(head) + index_size
-        if len(index) != index_size or os.fstat(handle.fileno()).st_size != base + texts_size + 9:
-            return None  # cut short or grown since it was written
-        handle.seek(base + texts_size)
-        line = handle.read(9)
-        if line[:1] != b"\n" or int(line[1:], 16) != zlib.crc32(index, zlib.crc32(head)):
-            return None  # damaged: as if missing
-        plain = join_text_tables(data.get("object"), reader, index, base, texts_size, byteorder)
-        return facts.decode_built(plain, rebuild), data["failed"]
+        found = _read_built_object(handle, reader, root, facts, fingerprint, rebuild)
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, MemoryError):
+        found = None
+    if found is None:
+        reader.close()
         return None
+    reader.keep()  # texts are read from it later
+    return found
+
+
+def _read_built_object(handle: Any, reader: TextReader, root: Path, facts: ProjectFacts, fingerprint: str,
+                       rebuild: Callable[[], Any]) -> tuple[Any, int] | None:
+    head = handle.readline()
+    data = _header_data(json.loads(head), cache_tag([facts]), root)
+    if data is None or data.get("fingerprint") != fingerprint or type(data.get("failed")) is not int:
+        return None
+    index_size, texts_size, byteorder = data.get("index"), data.get("texts"), data.get("order")
+    if type(index_size) is not int or type(texts_size) is not int or byteorder not in ("little", "big") \
+            or index_size < 0 or texts_size < 0:
+        return None
+    index = handle.read(index_size)
+    base = len(head) + index_size
+    if len(index) != index_size or os.fstat(handle.fileno()).st_size != base + texts_size + 9:
+        return None  # cut short or grown since it was written
+    handle.seek(base + texts_size)
+    line = handle.read(9)
+    if line[:1] != b"\n" or int(line[1:], 16) != zlib.crc32(index, zlib.crc32(head)):
+        return None  # damaged: as if missing
+    plain = join_text_tables(data.get("object"), reader, index, base, texts_size, byteorder)
+    return facts.decode_built(plain, rebuild), data["failed"]
 
 
 def write_built(path: str, root: Path, facts: ProjectFacts, fingerprint: str, built: Any, failed: int) -> None:

@@ -737,3 +737,45 @@ def test_built_objects_are_cached_for_non_ascii_identifiers(tmp_path):
     assert _check(root, cache) == (0, [])
     assert len(list(cache.glob("*.built.*.json"))) == 2
     assert _check(root, cache) == _check(root, cache, "--no-cache")
+
+
+def test_built_objects_of_many_roots_keep_few_files_open(tmp_path, monkeypatch):
+    """Each built object reads its texts from its cache file, kept open: two files per project root.
+    A run over many roots ran out of file descriptors (a fresh helper's find: 80 roots under
+    `ulimit -n 100` ended in an internal error that exited 1). At most MAX_OPEN_READERS stay open;
+    the others are opened again when read, and a file replaced meanwhile is not read as the old one."""
+    monkeypatch.setattr(project_module, "MAX_OPEN_READERS", 2)
+    top = tmp_path / "many"
+    for n in range(6):
+        _tree(top / f"r{n}", {"pkg/__init__.py": "",
+                              "pkg/base.py": "class Base:\n    def step(self):\n        return 1\n",
+                              "pkg/sub.py": f"from pkg.base import Base\n\n\nclass Sub(Base):\n"
+                                            f"    def run(self):\n        return self.step() + self.n{n}()\n\n\n"
+                                            f"def make():\n    return Sub()\n"})
+    cache = tmp_path / "cache"
+    expected = _check(top, cache, "--no-cache")
+    assert expected[0] == 1 and len(expected[1]) == 6
+    assert _check(top, cache) == expected  # writes the built objects
+    for results in cache.glob("results-*.json"):
+        results.unlink()  # so that the next check reads every root's built objects
+
+    def open_built() -> int:
+        return sum(1 for fd in os.listdir("/proc/self/fd")
+                   if ".built." in os.path.realpath(f"/proc/self/fd/{fd}"))
+
+    assert _check(top, cache) == expected
+    if os.path.isdir("/proc/self/fd"):
+        assert open_built() <= 2
+    # a reader whose file was closed opens it again; a file replaced since is refused (and rebuilt)
+    readers = list(project_module._OPEN_READERS.values())
+    old = next(r for r in readers)
+    project_module._OPEN_READERS.clear()
+    old.close()
+    path = Path(old._path)
+    assert old.read(0, 1) == path.read_bytes()[:1] and project_module._OPEN_READERS
+    old.close()
+    copy = path.read_bytes()
+    path.unlink()
+    path.write_bytes(copy)  # same bytes, another file
+    with pytest.raises(ValueError):
+        old.read(0, 1)

@@ -111,6 +111,17 @@ def test_a_report_lost_at_the_final_flush_is_exit_2_not_success():
     assert "cannot write the report" in proc.stderr
 
 
+def test_an_error_escaping_main_is_exit_2_not_findings():
+    """When main()'s own error handler cannot run (out of file descriptors, its lazy import fails),
+    the console script still exits 2, never 1 ("findings")."""
+    code = ("import hp_invariants.cli as cli\n"
+            "def boom(argv=None):\n    raise OSError(24, 'Too many open files')\n"
+            "cli.main = boom\ncli.run()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "internal error: OSError" in proc.stderr
+
+
 # ---------------------------------------------------------------------- exit codes and formats
 def test_exit_codes(project: Path):
     assert run_cli("check", str(project / "clean.py"))[0] == 0
