@@ -317,13 +317,15 @@ def run() -> NoReturn:
     modules) and the collections at exit cost 72 M instructions, 0.8% of a ``check`` of
     torch/distributed whose facts come from the cache, for nothing a user sees. Everything the
     commands write (reports, fixed files, cache files) is written and closed before :func:`main`
-    returns; the ``-j`` workers are gone by then. Callers in the same process use :func:`main`."""
+    returns; the ``-j`` workers are gone by then. Callers in the same process use :func:`main`.
+    An exception escaping :func:`main` or a failed final write of the report is exit 2 with a
+    message, never 0 or 1; a closed pipe (``| head``) stays quiet."""
     try:
         code = main()
     except KeyboardInterrupt:
         code = 130
-    except Exception as exc:  # noqa: BLE001 - main's own handler failed (no file descriptor left to import
-        code = 2              # traceback, say): exit 1 would read as "findings"
+    except Exception as exc:  # noqa: BLE001 - main's own handler failed (no descriptor left to import traceback)
+        code = 2  # exit 1 would read as "findings"
         try:
             sys.stderr.write(f"hp-invariants: internal error: {type(exc).__name__}: {exc}. Exit 2.\n")
         except (OSError, ValueError):
