@@ -485,3 +485,34 @@ def test_the_reported_view_of_a_helper_call_is_the_same_every_run():
         messages.add(tuple(f.message for f in result.findings))
     assert len(messages) == 1
     assert any(m.startswith("'narrow' view") for m in next(iter(messages)))
+
+
+@pytest.mark.parametrize("switch", [
+    "prev = torch.set_grad_enabled(True)",
+    "if torch.set_grad_enabled(True):\n                        pass",
+    "torch._C._set_grad_enabled(True)",
+    "state = (torch.set_grad_enabled(mode), 1)",
+])
+def test_grad_switched_on_inside_an_expression_leaves_no_grad_mode(switch: str):
+    """``torch.set_grad_enabled(True)`` switches grad on when called, whatever is done with its value
+    (a fresh helper's find: assigned or tested, it was not seen, so the view counted as made under
+    no_grad: HIGH confidence and a safe fix that cut the gradient at run time)."""
+    def finding_with(line: str):
+        code = textwrap.dedent(f"""\
+            import torch
+
+
+            def store(self, t, mode):
+                with torch.no_grad():
+                    {line}
+                    self.p._local_tensor = t.narrow(0, 0, 1)
+            """)
+        (found,) = engine.session_for_rules([RULE]).check_bytes("m.py", code.encode()).findings
+        return found
+
+    finding = finding_with(switch)
+    assert finding.confidence is Confidence.INFERENCE
+    assert finding.fix is not None and finding.fix.applicability is Applicability.UNSAFE
+    for control in ("torch.set_grad_enabled(False)", "prev = torch.set_grad_enabled(False)", "pass"):
+        kept = finding_with(control)  # grad stays off: the view is made under no_grad
+        assert kept.confidence is Confidence.HIGH and kept.fix.applicability is Applicability.SAFE

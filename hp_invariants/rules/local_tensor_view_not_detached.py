@@ -153,7 +153,10 @@ the configured `no-grad-contexts`; and it stops being certainly off
   block, and for the whole body of a loop whose body holds one (the next iteration may start with
   grad on), and for the `except`/`else`/`finally` blocks of a `try` whose body holds one; a
   `with` of a grad-mode context manager restores the mode on exit, so statements inside it do not
-  count.
+  count;
+* from a call `set_grad_enabled(...)` or `torch._C._set_grad_enabled(...)` of a mode other than a
+  constant `False` anywhere in an expression (`prev = torch.set_grad_enabled(True)`, `if
+  torch.set_grad_enabled(True):`): the call switches the mode whatever is done with its value.
 
 Other control flow around the view (`if`/`else` branches, ternaries, walrus bindings, loops with
 `else`, `try`/`except`/`finally`) does not change the applicability: every path that creates the
@@ -446,8 +449,10 @@ def _is_nograd_ctx(expr: ast.AST, names: frozenset) -> bool | None:
 
 
 def _may_enable_grad(stmts: Iterable[ast.stmt], names: frozenset) -> bool:
-    """True when ``stmts`` hold a ``set_grad_enabled(...)`` statement that may enable grad mode for
-    what runs after it (also in the next iteration of a loop). Statements inside a ``with`` of a
+    """True when ``stmts`` call ``set_grad_enabled(...)`` (or ``torch._C._set_grad_enabled``) in a
+    way that may enable grad mode for what runs after it (also in the next iteration of a loop): as
+    a statement, or anywhere in an expression (``prev = torch.set_grad_enabled(True)`` switches the
+    mode when called; its value is only the guard object). Statements inside a ``with`` of a
     grad-mode context manager do not count (its exit restores the mode), nor nested functions."""
     stack = list(stmts)
     while stack:
@@ -462,10 +467,35 @@ def _may_enable_grad(stmts: Iterable[ast.stmt], names: frozenset) -> bool:
                 and _is_nograd_ctx(node.value, names) is not True:
             return True
         if isinstance(node, ast.stmt):
-            stack.extend(child for child in ast.iter_child_nodes(node)
-                         if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)))
+            children = list(ast.iter_child_nodes(node))
+            if _exprs_may_enable_grad(c for c in children if not isinstance(c, _BLOCK_PARTS)):
+                return True
+            stack.extend(c for c in children if isinstance(c, _BLOCK_PARTS))
         else:
             stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+    return False
+
+
+_BLOCK_PARTS = (ast.stmt, ast.excepthandler, ast.match_case)
+_GRAD_SETTERS = frozenset({"set_grad_enabled", "_set_grad_enabled"})
+
+
+def _exprs_may_enable_grad(exprs: Iterable[ast.AST]) -> bool:
+    """True when a call in ``exprs`` (lambdas left out) sets the grad mode to anything but a
+    constant ``False``: ``torch.set_grad_enabled(True)``, ``set_grad_enabled(mode)``,
+    ``torch._C._set_grad_enabled(True)``, whatever is done with its value."""
+    stack = list(exprs)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Call) and last_name(node.func) in _GRAD_SETTERS:
+            first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "mode"), None)
+            if _const_bool(first) is not False:
+                return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
     return False
 
 
@@ -517,11 +547,16 @@ class _Walker:
         for stmt in stmts:
             if state is None:
                 return None
+            if nograd and not isinstance(stmt, (ast.With, ast.AsyncWith)) \
+                    and _exprs_may_enable_grad(_header_exprs(stmt)):
+                nograd = False  # `if torch.set_grad_enabled(True):`: grad is on before the body runs
             state = self.stmt(stmt, state, nograd)
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            mode = None
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                    and last_name(stmt.value.func) == "set_grad_enabled":
                 mode = _is_nograd_ctx(stmt.value, self.nograd_names)
-                if last_name(stmt.value.func) == "set_grad_enabled" and mode is not None:
-                    nograd = mode
+            if mode is not None:
+                nograd = mode
             elif nograd and _may_enable_grad([stmt], self.nograd_names):
                 nograd = False  # e.g. `if c: torch.set_grad_enabled(True)`: grad may be on from here
         return state
