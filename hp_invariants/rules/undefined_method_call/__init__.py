@@ -6,8 +6,9 @@ object's MRO provides it and nothing assigns it:
 
 * `self.m(...)` and `cls.m(...)` inside a class's methods, and `super().m(...)`;
 * method references that are not calls: `partial(self.m, ...)`, `self.apply(self.m)`, hooks
-  (`register_forward_hook(self.m)`, any `register_*hook`/`add_*hook` callee), callables given
-  to `map`/`filter`/`submit`/`checkpoint`/`register`, keyword arguments `target=`, `hook=`,
+  (`register_forward_hook(self.m)`, any `register_*hook`/`add_*hook` callee), the callable given
+  to `map`/`filter`/`submit`/`checkpoint` (first argument; `run_in_executor`: second; the data
+  after it is not a reference) or to `register` (any argument), keyword arguments `target=`, `hook=`,
   `fn=`, `func=`, `callback=`, `key=`; and `getattr(self, "m")` with a constant name and no
   default;
 * `self.child.m(...)` where `self.child` is assigned only in `__init__`, only from the constructor
@@ -315,9 +316,13 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-CALLABLE_TAKERS = frozenset({"partial", "partialmethod", "apply", "map", "filter", "starmap", "submit",
-                             "checkpoint", "register", "add_done_callback", "call_soon", "run_in_executor"})
-"""Callees whose positional arguments are callables: ``partial(self.m, ...)``, ``self.apply(self.m)``."""
+CALLABLE_TAKERS: dict[str, int | None] = {
+    "partial": 0, "partialmethod": 0, "apply": 0, "map": 0, "filter": 0, "starmap": 0, "submit": 0,
+    "checkpoint": 0, "add_done_callback": 0, "call_soon": 0, "run_in_executor": 1, "register": None}
+"""Callees taking a callable, and its position: ``partial(self.m, ...)``, ``self.apply(self.m)``,
+``map(self.f, ...)``, ``loop.run_in_executor(pool, self.m)``; only that argument is a method
+reference (``map(int, self.digits)`` passes data: a fresh helper's false positive). ``None``: any
+positional argument (``register`` APIs differ)."""
 CALLABLE_KEYWORDS = frozenset({"target", "hook", "fn", "func", "callback", "key", "hook_fn", "default_factory"})
 """Keyword arguments that take a callable, whatever the callee (``Thread(target=self.m)``)."""
 _HOOK_CALL = re.compile(r"_?(register|add)\w*_hook|\w*register_hook")
@@ -1009,8 +1014,9 @@ class _Scan:
                 if receiver is not None:
                     callee = func_node.attr if func_node.__class__ is ast.Attribute else \
                         func_node.id if func_node.__class__ is ast.Name else ""
-                    if callee in CALLABLE_TAKERS or "hook" in callee and _HOOK_CALL.fullmatch(callee):
-                        for arg in node.args:
+                    at = CALLABLE_TAKERS.get(callee, -1)
+                    if at != -1 or "hook" in callee and _HOOK_CALL.fullmatch(callee):
+                        for arg in node.args if at is None or at == -1 else node.args[at:at + 1]:
                             if arg.__class__ is ast.Attribute:
                                 refs.append((arg, arg))
                     for kw in node.keywords:
