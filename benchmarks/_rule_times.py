@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
     """Time each stage over the files listed in ``argv[0]``; print the table; return 0."""
     start_all = time.perf_counter()
     from hp_invariants import engine
-    from hp_invariants.context import FileContext
+    from hp_invariants.api import FileContext
     from hp_invariants.project import Project
     from hp_invariants.registry import RULES
     from hp_invariants.source import SourceFile

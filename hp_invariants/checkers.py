@@ -25,7 +25,8 @@ from hp_invariants.config import ConfigError, Resolver, Settings
 from hp_invariants.engine import Session, default_project
 from hp_invariants.history import plugin as history_plugin
 from hp_invariants.limits import DEFAULT_TIMEOUT
-from hp_invariants.model import Confidence, Option
+from hp_invariants.model import Confidence
+from hp_invariants.api import Option
 from hp_invariants.registry import RULES
 from hp_invariants.suppressions import USELESS_ID
 

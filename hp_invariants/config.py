@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from hp_invariants.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT
-from hp_invariants.model import Option, Rule
+from hp_invariants.api import Option, Rule
 
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")

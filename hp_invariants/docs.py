@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import sys
 
-from hp_invariants.model import Rule
+from hp_invariants.api import Rule
 
 
 def rule_doc(rule: Rule) -> str:

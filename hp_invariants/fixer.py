@@ -21,7 +21,8 @@ from typing import Any, Sequence
 from hp_invariants.config import Settings
 from hp_invariants.engine import Session, dead_worker_problem, parse
 from hp_invariants.limits import AnalysisTimeout, guarded, problem
-from hp_invariants.model import Applicability, FileProblem, Finding, Rule
+from hp_invariants.model import Applicability, FileProblem, Finding
+from hp_invariants.api import Rule
 from hp_invariants.runner import parallel_map
 from hp_invariants.source import SourceFile, read_source_bytes
 

@@ -14,12 +14,8 @@ columns; :class:`hp_invariants.source.SourceFile` converts). Front ends that pri
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
-
-if TYPE_CHECKING:  # pragma: no cover
-    from hp_invariants.context import FileContext
-    from hp_invariants.project import ProjectFacts
+from dataclasses import dataclass, field
+from typing import Any
 
 
 class Applicability(str, enum.Enum):
@@ -156,83 +152,39 @@ class FileProblem:
         }
 
 
-@dataclass(frozen=True)
-class Option:
-    """A rule option, settable in ``[tool.hp-invariants]`` and in pylintrc.
+@dataclass
+class FileResult:
+    """The outcome of checking one file: findings (after suppressions) and problems."""
 
-    ``kind`` is ``"csv"`` (a list of names), ``"regexp_csv"`` (a list of regular expressions,
-    matched against the whole name) or ``"bool"``.
-    """
-
-    name: str
-    kind: str
-    default: Any
-    help: str
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    problems: list[FileProblem] = field(default_factory=list)
+    cache_entry: dict | None = field(default=None, repr=False, compare=False)
+    """The results-cache entry computed for this file (carried back from a worker process)."""
 
 
-class Rule:
-    """Base class of an invariant rule: one subclass per module under ``hp_invariants.rules``.
+@dataclass
+class RunResult:
+    """The outcome of a run over many files, ordered by path."""
 
-    Class attributes a rule sets:
-
-    * ``rule_id``, ``symbol``: the fixed pylint message id and symbol;
-    * ``summary``: one line for ``hp-invariants rules``;
-    * ``msg``: pylint's message template (``%s`` placeholders filled from ``Finding.args``);
-    * ``description``: pylint's long help for the message;
-    * ``options``: the rule's :class:`Option` objects;
-    * ``prefilter``: substrings of which at least one must occur in a file's text for the rule to
-      run (a cheap test that skips files that cannot match); empty means always run;
-    * ``project_facts``: a :class:`hp_invariants.project.ProjectFacts` when the rule needs facts
-      about the whole project (E9503: every class), read in ``check`` with ``ctx.project_data(self)``;
-    * ``project_optional``: True when the rule also runs without a project (``ctx.project is None``:
-      it then uses what the file itself shows); False (default): such a rule is not run then;
-    * ``prefilter_reads_project``: True when :meth:`applies_to` also reads the project facts (E9502
-      lets through files that call a project's must-run helper): a file the prefilter skipped then
-      depends on :meth:`prefilter_record` of its project (the per-file results cache checks it);
-    * ``codemod_command``: the name of the rule's libcst codemod class (default: the symbol in
-      CamelCase + ``Command``; see :mod:`hp_invariants.codemods`).
-
-    The rule's module docstring is its user documentation (``docs/rules/<symbol>.md`` and
-    ``hp-invariants explain`` print it).
-    """
-
-    rule_id: str = ""
-    symbol: str = ""
-    summary: str = ""
-    msg: str = "%s"
-    description: str = ""
-    options: Sequence[Option] = ()
-    prefilter: Sequence[str] = ()
-    prefilter_option: str | None = None
-    project_facts: "ProjectFacts | None" = None
-    project_optional: bool = False
-    prefilter_reads_project: bool = False
-    codemod_command: str = ""
+    files: list[FileResult] = field(default_factory=list)
+    problems: list[FileProblem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the user should know about the run that is not a problem (a bounded project index)."""
 
     @property
-    def command_name(self) -> str:
-        """The codemod class name: ``codemod_command``, else the symbol in CamelCase + ``Command``."""
-        return self.codemod_command or "".join(p.title() for p in self.symbol.split("-")) + "Command"
+    def findings(self) -> list[Finding]:
+        """All findings of all files, in output order."""
+        return [f for result in self.files for f in result.findings]
 
-    def applies_to(self, text: str, options: dict[str, Any] | None = None) -> bool:
-        """Return True when the rule's text prefilter lets ``text`` through.
+    @property
+    def all_problems(self) -> list[FileProblem]:
+        """All problems: those of discovery, then those of each file."""
+        return self.problems + [p for result in self.files for p in result.problems]
 
-        ``options`` are this rule's configured option values: when ``prefilter_option`` names a
-        list option (say ``unconditional-calls``), its configured values replace ``prefilter``, so a
-        prefilter never skips a file that a configured name could match.
-        """
-        tokens = self.prefilter
-        if self.prefilter_option and options and self.prefilter_option in options:
-            tokens = options[self.prefilter_option]
-        return not tokens or any(token in text for token in tokens)
-
-    def prefilter_record(self, data: Any, options: dict[str, Any] | None = None) -> str | None:
-        """What :meth:`applies_to` reads from the project object ``data`` (of ``project_facts``) under
-        this rule's ``options``, as a plain string: a file the prefilter skipped is checked again
-        when it differs. Only called when ``prefilter_reads_project``."""
-        return None
-
-    def check(self, ctx: "FileContext") -> Iterable[Finding]:  # pragma: no cover - abstract
-        """Yield the findings of this rule in the file of ``ctx`` (a
-        :class:`hp_invariants.context.FileContext`)."""
-        raise NotImplementedError
+    @property
+    def exit_code(self) -> int:
+        """0 clean, 1 findings, 2 when a file could not be checked (pylint/ruff convention)."""
+        if self.all_problems:
+            return 2
+        return 1 if self.findings else 0

@@ -24,7 +24,8 @@ from urllib.parse import quote_from_bytes
 
 from hp_invariants import __version__
 from hp_invariants.docs import rule_doc
-from hp_invariants.model import FileProblem, Finding, Rule
+from hp_invariants.model import FileProblem, Finding
+from hp_invariants.api import Rule
 
 FORMATS = ("text", "json", "sarif", "github")
 

@@ -58,6 +58,18 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from hp_invariants.api import ProjectFacts
+from hp_invariants.store import (
+    _header_data,
+    _json_line,
+    _write_atomically,
+    cache_tag,
+    default_cache_dir,
+    prepare_cache_dir,
+    read_json,
+    root_digest,
+    write_json,
+)
 from hp_invariants.config import DEFAULT_EXCLUDES, ROOT_MARKERS, find_project_root
 from hp_invariants.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT, AnalysisTimeout, budget_paused, time_budget
 from hp_invariants.runner import parallel_map
@@ -75,86 +87,6 @@ KEEP_TREES_BUDGET = 4 << 20
 check that follows, so that a cold ``check`` parses those files once, not twice. A tree takes 25-31
 times its source's size in memory (measured on torch.distributed and hyper-parallel): at most about
 130 MB, freed file by file as the check goes; the files past the budget are parsed again."""
-
-
-class ProjectFacts:
-    """Facts about every file of a project that one rule needs (declared as ``Rule.project_facts``).
-
-    Subclasses set ``key`` (a short name: the cache namespace) and ``version`` (bump it whenever
-    :meth:`summarize` or :meth:`encode` changes, so old cache entries are rebuilt), and implement:
-
-    * :meth:`summarize`: a small, ``ast``-free summary of one parsed file (never raises for a
-      valid tree);
-    * :meth:`encode` / :meth:`decode`: the summary to and from plain JSON data (the on-disk cache;
-      :meth:`decode` must reject malformed data by raising, since the cache folder may be shared);
-    * :meth:`build`: the object the rule reads (``ctx.project_data(rule)``), from every file's summary;
-    * optionally :meth:`track` / :meth:`still_valid`: what a file's findings depend on, for the
-      per-file results cache (default: on the whole project, so any change in the project re-checks).
-    """
-
-    key: str = ""
-    version: int = 1
-
-    def summarize(self, tree: ast.Module, path: str) -> Any:  # pragma: no cover - abstract
-        """Return the summary of the parsed file ``path``."""
-        raise NotImplementedError
-
-    def build(self, root: Path, paths: list[str], summaries: list[Any], digests: list[bytes]) -> Any:
-        """Return the project object from the summaries of ``paths`` (absolute, same order) and their
-        content digests (``hashlib.blake2b``, 16 bytes)."""  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def encode(self, summary: Any) -> Any:
-        """Return ``summary`` as plain data (lists, str, int, float, bool, None). Default: tuples
-        (NamedTuples included) become lists and sets ``{"set": [...]}``; anything else raises
-        ``TypeError`` (the file's summaries are then not cached)."""
-        return _plain(summary)
-
-    def decode(self, data: Any) -> Any:
-        """Return the summary that :meth:`encode` turned into ``data``; raise ``ValueError``,
-        ``TypeError``, ``KeyError`` or ``IndexError`` when ``data`` is not such a value. Default: the
-        inverse of the default :meth:`encode` (lists become tuples, NamedTuples are not rebuilt); a
-        summary of the wrong shape that makes :meth:`build` raise sends the project to a rebuild
-        without the cache (:meth:`Project.prepare_root`)."""
-        return _unplain(data)
-
-    # ------------------------------------------------------------------ built-object cache
-    caches_built: bool = False
-    """True when :meth:`encode_built` and :meth:`decode_built` are implemented: the project object
-    is then cached whole, keyed by the project's fingerprint, and read back instead of being rebuilt
-    from every file's summary while no file of the project changed."""
-
-    def encode_built(self, data: Any) -> Any:
-        """Return the project object ``data`` (what :meth:`build` returned) as plain JSON data
-        (only called when :attr:`caches_built`). A value of the top-level dict may be a
-        :class:`TextTable`: it is stored raw after the JSON part and comes back to
-        :meth:`decode_built` as a :class:`StoredTexts`."""  # pragma: no cover - optional
-        raise NotImplementedError
-
-    def decode_built(self, plain: Any, rebuild: Callable[[], Any]) -> Any:
-        """Return the project object that :meth:`encode_built` turned into ``plain``; raise
-        ``ValueError``, ``TypeError``, ``KeyError`` or ``IndexError`` when ``plain`` is not of that
-        shape (the object is then rebuilt from the summaries). An object that decodes its parts
-        lazily and finds one malformed later calls ``rebuild()`` (the object built from the
-        summaries, as if no built object had been cached) and answers from that."""  # pragma: no cover
-        raise NotImplementedError
-
-    # ------------------------------------------------------------------ results-cache hooks
-    def track(self, data: Any) -> tuple[Any, Any]:
-        """Return ``(view, tracker)``: the object a rule reads while checking one file instead of
-        ``data``, and what :meth:`dependencies` turns into that file's dependency record. Default:
-        ``(data, None)``, no tracking (the file depends on the whole project)."""
-        return data, None
-
-    def dependencies(self, tracker: Any, path: str) -> Any:
-        """Return the plain-data dependency record of a file checked with ``tracker`` (``None``:
-        the whole project)."""
-        return None
-
-    def still_valid(self, data: Any, path: str, digest: bytes, record: Any) -> bool:
-        """True when the findings of ``path`` (content ``digest``) that depended on ``record`` are
-        still those of the project object ``data``. Must be conservative: when in doubt, False."""
-        return False
 
 
 class TextTable:
@@ -449,28 +381,6 @@ class LazyList:
 
     def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(len(self._texts)))
-
-
-def _plain(value: Any) -> Any:
-    kind = type(value)
-    if value is None or kind in (str, int, float, bool):
-        return value
-    if isinstance(value, tuple) or kind is list:
-        return [_plain(v) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return {"set": sorted((_plain(v) for v in value), key=repr)}
-    raise TypeError(f"no plain-data form for {kind.__name__}")
-
-
-def _unplain(data: Any) -> Any:
-    kind = type(data)
-    if data is None or kind in (str, int, float, bool):
-        return data
-    if kind is list:
-        return tuple(_unplain(v) for v in data)
-    if kind is dict and len(data) == 1 and type(data.get("set")) is list:
-        return frozenset(_unplain(v) for v in data["set"])
-    raise TypeError(f"not a plain-data summary: {kind.__name__}")
 
 
 @contextlib.contextmanager
@@ -977,61 +887,10 @@ def _holds_python(folder: str) -> bool:
 
 
 # ---------------------------------------------------------------------- the cache
-CACHE_FORMAT = "hp-invariants-cache/2"
-"""The ``format`` field of every cache file (JSON); another value: the file is ignored (2: built
-objects keep their text offsets, checksums and keys in a binary index, see :func:`read_built`)."""
-
 CACHE_FILE = re.compile(r"(project|results)-[0-9a-f]{20}(\.summaries|\.built\.[a-z0-9-]+)?\.json"
                         r"|(project|class-index)-[0-9a-f]+\.pickle")
 """Names of the cache files (what ``hp-invariants cache clear`` removes), and the pickle files that
 earlier versions wrote (removed, never read)."""
-
-
-def default_cache_dir() -> str:
-    """``$HP_INVARIANTS_CACHE_DIR``, else ``$XDG_CACHE_HOME/hp-invariants``, else ``~/.cache/hp-invariants``."""
-    env = os.environ.get("HP_INVARIANTS_CACHE_DIR")
-    if env:
-        return os.path.abspath(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = xdg if xdg else os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "hp-invariants")
-
-
-def cache_tag(facts: Sequence[ProjectFacts] = ()) -> str:
-    """The version tag of a cache file: package version, Python version, each facts' version, and a
-    digest of the installed package's own files (names, sizes, mtimes), so that a changed rule or
-    summarizer never reads results of the old code even when nobody bumped a version."""
-    from hp_invariants import __version__ as version  # noqa: PLC0415
-
-    kinds = ",".join(f"{f.key}:{f.version}" for f in sorted(facts, key=lambda f: f.key))
-    return f"{CACHE_FORMAT}/{kinds}/{version}/{code_digest()}/py{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-_CODE_DIGEST: list[str] = []
-
-
-def code_digest() -> str:
-    """A digest of the ``stat`` of every file of the ``hp_invariants`` package (computed once)."""
-    if not _CODE_DIGEST:
-        package = os.path.dirname(os.path.abspath(__file__))
-        h = hashlib.blake2b(digest_size=8)
-        for folder, dirs, names in os.walk(package):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(names):
-                if name.endswith((".py", ".json")):
-                    try:
-                        st = os.stat(os.path.join(folder, name))
-                    except OSError:
-                        continue
-                    h.update(f"{os.path.relpath(os.path.join(folder, name), package)}\0{st.st_size}\0{st.st_mtime_ns}\n"
-                             .encode("utf-8", "surrogateescape"))
-        _CODE_DIGEST.append(h.hexdigest())
-    return _CODE_DIGEST[0]
-
-
-def root_digest(root: Path, kinds: str) -> str:
-    """The 20-hex-digit name part of the cache files of ``root`` (and ``kinds``)."""
-    return hashlib.blake2b(f"{root}\0{kinds}".encode("utf-8", "surrogateescape"), digest_size=10).hexdigest()
 
 
 def cache_path(root: Path, cache_dir: str | None, facts: Sequence[ProjectFacts]) -> str:
@@ -1043,28 +902,6 @@ def cache_path(root: Path, cache_dir: str | None, facts: Sequence[ProjectFacts])
 
 def _summaries_path(manifest: str) -> str:
     return manifest[: -len(".json")] + ".summaries.json"
-
-
-def read_json(path: str, tag: str, root: Path) -> dict | None:
-    """Return the ``data`` of the cache file ``path`` when it is a JSON object of this ``tag`` and
-    ``root``; ``None`` when missing, unreadable, malformed or of another version or root. Plain
-    :func:`json.loads`: nothing in the file can run code."""
-    try:
-        with open(path, "rb") as handle:
-            content = _checked(handle.read())
-        if content is None:  # damaged (even into other well-formed JSON): as if missing
-            return None
-        return _header_data(json.loads(content), tag, root)
-    except (OSError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-def _header_data(loaded: Any, tag: str, root: Path) -> dict | None:
-    """The ``data`` of a cache file's decoded JSON part when it is of this format, ``tag`` and ``root``."""
-    if not isinstance(loaded, dict) or loaded.get("format") != CACHE_FORMAT or loaded.get("tag") != tag \
-            or loaded.get("root") != str(root) or not isinstance(loaded.get("data"), dict):
-        return None
-    return loaded["data"]
 
 
 def _valid_stat_entry(entry: Any) -> bool:
@@ -1250,78 +1087,6 @@ def write_project_cache(path: str, root: Path, facts: Sequence[ProjectFacts], sc
     write_json(_summaries_path(path), tag, root, encoded)
     entries = {f.rel: [*f.stat, f.digest.hex()] for f in scan.files if f.digest is not None}
     write_json(path, tag, root, {"written": written, "entries": entries})
-
-
-def prepare_cache_dir(folder: str) -> None:
-    """Create the cache ``folder`` if needed; a folder created here gets a ``.gitignore`` holding
-    ``*`` and a ``CACHEDIR.TAG``, so that it never shows in ``git status`` and backup tools skip it.
-    Raises ``OSError`` when it cannot be created."""
-    if os.path.isdir(folder):
-        return
-    os.makedirs(folder, exist_ok=True)
-    for name, text in ((".gitignore", "# Created by hp-invariants automatically.\n*\n"),
-                       ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"
-                                        "# This file is a cache directory tag created by hp-invariants.\n")):
-        _write_atomically(os.path.join(folder, name), text.encode())
-
-
-def write_json(path: str, tag: str, root: Path, data: Any) -> None:
-    """Write ``data`` as a cache file atomically (temp file + rename), with its checksum line; a
-    read-only location only costs speed (nothing is raised)."""
-    try:
-        prepare_cache_dir(os.path.dirname(path))
-        _write_atomically(path, with_checksum(_json_line(tag, root, data)))
-    except (OSError, ValueError, TypeError):
-        pass
-
-
-def _json_line(tag: str, root: Path, data: Any) -> bytes:
-    """The JSON part of a cache file: one line (ASCII, so it holds no raw newline)."""
-    return json.dumps({"format": CACHE_FORMAT, "tag": tag, "root": str(root), "data": data},
-                      separators=(",", ":"), ensure_ascii=True).encode("ascii")
-
-
-def with_checksum(content: bytes) -> bytes:
-    """``content`` followed by a newline and its CRC-32 in 8 hex digits: what every cache file ends
-    with, so that a damaged one (a flipped byte, a cut, swapped keys: damage that may leave valid
-    JSON) reads as missing instead of as other facts. CRC-32 runs at C speed (13 MB: 3.5 ms). A built
-    object's file checks its texts one by one instead (:func:`read_built`)."""
-    return content + b"\n%08x" % zlib.crc32(content)
-
-
-def _checked(raw: bytes) -> bytes | None:
-    """The content of a cache file's bytes ``raw`` when its checksum (:func:`with_checksum`) holds."""
-    size = _content_size(raw)
-    return None if size is None else raw[:size]
-
-
-def _content_size(raw: bytes) -> int | None:
-    """The length of a cache file's content (what precedes its checksum line) when the checksum
-    (:func:`with_checksum`) holds, else ``None``; the content is checked in place, not copied."""
-    if len(raw) < 9 or raw[-9:-8] != b"\n":
-        return None
-    try:
-        expected = int(raw[-8:], 16)
-    except ValueError:
-        return None
-    with memoryview(raw) as view:
-        return len(raw) - 9 if zlib.crc32(view[:-9]) == expected else None
-
-
-def _write_atomically(path: str, body: bytes) -> None:
-    import tempfile  # noqa: PLC0415 - only when the cache is written
-
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(body)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def clear_cache_dir(folder: str) -> list[str]:

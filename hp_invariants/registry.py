@@ -9,7 +9,7 @@ reads :data:`RULES`.
 
 from __future__ import annotations
 
-from hp_invariants.model import Rule
+from hp_invariants.api import Rule
 from hp_invariants.rules.local_tensor_view_not_detached import LocalTensorViewNotDetached
 from hp_invariants.rules.shard_gated_reset import ShardGatedReset
 from hp_invariants.rules.undefined_method_call import UndefinedMethodCall

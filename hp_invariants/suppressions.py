@@ -21,7 +21,8 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from hp_invariants.model import Finding, Rule
+from hp_invariants.model import Finding
+from hp_invariants.api import Rule
 
 _PYLINT = re.compile(r"pylint:\s*(disable-next|disable|enable)\s*=\s*([\w\-, ]+)")
 _NOQA = re.compile(r"#\s*noqa\b(?::\s*(?P<codes>[\w\-]+(?:\s*,\s*[\w\-]+)*))?", re.IGNORECASE)

@@ -123,12 +123,12 @@ def unexcluded_config(tmp_path: Path) -> Path:
 def read_cache_file(path: Path) -> dict:
     """The JSON part of a cache file of ours, with each text table of a built object's top level
     read back as a dict (keys) or list of str: an independent reader of the layouts
-    :func:`hp_invariants.project.write_json` and :func:`hp_invariants.project.write_built` write (a
+    :func:`hp_invariants.store.write_json` and :func:`hp_invariants.project.write_built` write (a
     built object: its JSON line, the binary index of its tables, the texts, the checksum line)."""
     import json
     import struct
 
-    content = path.read_bytes()[:-9]  # the checksum line: see hp_invariants.project.with_checksum
+    content = path.read_bytes()[:-9]  # the checksum line: see hp_invariants.store.with_checksum
     head, _, rest = content.partition(b"\n")
     data = json.loads(head)
     plain = data["data"].get("object")
@@ -156,7 +156,8 @@ def write_cache_file(path: Path, data: dict, tables: tuple[str, ...] = ()) -> No
     import json
     import zlib
 
-    from hp_invariants.project import TextTable, split_text_tables, with_checksum
+    from hp_invariants.project import TextTable, split_text_tables
+    from hp_invariants.store import with_checksum
 
     if "index" not in data["data"]:  # a plain JSON cache file
         path.write_bytes(with_checksum(json.dumps(data, separators=(",", ":")).encode("ascii")))

@@ -114,7 +114,8 @@ Flags `print(...)` calls (a demo rule registered by a test).
 Safe: `print(` becomes `log(`.
 """
 
-from hp_invariants.model import Applicability, Edit, Rule
+from hp_invariants.model import Applicability, Edit
+from hp_invariants.api import Rule
 
 
 class DemoPrintCall(Rule):

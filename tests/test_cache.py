@@ -8,7 +8,6 @@ import os
 import pickle
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from fixturelib import read_cache_file, write_cache_file
 from hp_invariants import engine
 from hp_invariants import project as project_module
+from hp_invariants import store as store_module
 from hp_invariants.cli import main
 from hp_invariants.config import Overrides, Resolver
 from hp_invariants.registry import RULES
@@ -88,7 +88,7 @@ def _same_length_edit(path: Path, old: str, new: str) -> None:
 def test_suite_never_uses_the_real_cache():
     folder = os.environ.get("HP_INVARIANTS_CACHE_DIR", "")
     assert folder and not folder.startswith(os.path.join(os.path.expanduser("~"), ".cache"))
-    assert project_module.default_cache_dir() == os.path.abspath(folder)
+    assert store_module.default_cache_dir() == os.path.abspath(folder)
 
 
 # ---------------------------------------------------------------------- loading never runs code
@@ -115,7 +115,7 @@ def test_planted_pickle_cache_runs_nothing_and_is_rebuilt(tmp_path):
     assert code == 1 and [f["message"].split(":")[0] for f in findings] == ["'Child' object has no attribute 'step'"]
     # rebuilt as JSON
     for path in planted:
-        assert read_cache_file(path)["format"] == project_module.CACHE_FORMAT
+        assert read_cache_file(path)["format"] == store_module.CACHE_FORMAT
 
 
 def test_crafted_json_cache_is_ignored(tmp_path):
@@ -691,7 +691,7 @@ def test_a_damaged_cache_file_reads_as_missing(tmp_path):
     assert len(files) == 5  # manifest, summaries, two built objects, results
     for path in files:
         raw = path.read_bytes()
-        assert project_module.read_json(path, "x", root) is None  # wrong tag
+        assert store_module.read_json(path, "x", root) is None  # wrong tag
         positions = [5, len(raw) // 2, len(raw) - 12, len(raw) - 1]
         if ".built." in path.name:  # a JSON line and a binary index checked on read, texts checked one by one
             head = raw.index(b"\n") + 1
@@ -703,7 +703,7 @@ def test_a_damaged_cache_file_reads_as_missing(tmp_path):
             damaged[at] = ord("x") if damaged[at] != ord("x") else ord("y")
             path.write_bytes(bytes(damaged))
             if ".built." not in path.name:
-                assert project_module._checked(bytes(damaged)) is None
+                assert store_module._checked(bytes(damaged)) is None
             else:  # else the files' results are reused and the index is not read
                 for results in cache.glob("results-*.json"):
                     results.unlink()

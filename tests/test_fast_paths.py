@@ -11,7 +11,7 @@ from pathlib import Path
 from hp_invariants import project as project_module
 from hp_invariants.astutil import child_nodes, walk_nodes, walk_with_parents
 from hp_invariants.rules.undefined_method_call.index import ClassIndex
-from hp_invariants.context import FileContext
+from hp_invariants.api import FileContext
 
 _SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
 

@@ -12,7 +12,6 @@ import json
 import os
 import random
 import signal
-import stat
 import subprocess
 import sys
 import textwrap

@@ -12,7 +12,6 @@ from hp_invariants.engine import session_for_rules
 from hp_invariants.fixer import fix_text
 from hp_invariants.model import Applicability, Confidence
 from hp_invariants.rules.shard_gated_reset import ShardGatedReset
-from hp_invariants.source import SourceFile
 
 RULE = ShardGatedReset()
 

@@ -18,7 +18,7 @@ import pytest
 
 from hp_invariants import registry, runner
 from hp_invariants.cli import main
-from hp_invariants.model import Rule
+from hp_invariants.api import Rule
 
 REPO = Path(__file__).resolve().parent.parent
 LINUX = sys.platform.startswith("linux")
@@ -101,7 +101,7 @@ def test_parallel_map_keeps_order_and_falls_back_serially():
 SLOW_PLUGIN = '''\
 import time
 from hp_invariants import registry
-from hp_invariants.model import Rule
+from hp_invariants.api import Rule
 
 
 class Slow(Rule):

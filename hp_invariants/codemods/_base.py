@@ -23,7 +23,7 @@ from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 
 from hp_invariants import engine, fixer
 from hp_invariants.config import Resolver
-from hp_invariants.model import Rule
+from hp_invariants.api import Rule
 from hp_invariants.registry import RULES
 from hp_invariants.source import SourceFile
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from hp_invariants.model import Finding, Rule
+from hp_invariants.model import Finding
+from hp_invariants.api import Rule
 
 #: exceptions of this package that become a one-line error and exit 2
 def _errors() -> tuple[type[BaseException], ...]:

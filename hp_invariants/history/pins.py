@@ -126,7 +126,7 @@ def parse(text: str, path: str = "<pin>") -> ast.Module | None:
 def scopes(tree: ast.AST) -> dict[str, ast.AST]:
     """Map every qualified name (``Class.method``, ``outer.inner``) of ``tree`` to its def node.
 
-    Names are those of :meth:`hp_invariants.context.FileContext.enclosing_scope_name` (a finding's
+    Names are those of :meth:`hp_invariants.api.FileContext.enclosing_scope_name` (a finding's
     ``obj``); the first definition of a name wins.
     """
     found: dict[str, ast.AST] = {}

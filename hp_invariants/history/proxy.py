@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from hp_invariants.model import Finding, Rule
+from hp_invariants.model import Finding
+from hp_invariants.api import Rule
 
 
 class RuleProxy(Rule):

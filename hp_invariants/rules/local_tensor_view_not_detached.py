@@ -188,7 +188,8 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from hp_invariants.astutil import dotted_name, last_name, names_in_target
-from hp_invariants.model import Applicability, Confidence, Edit, Finding, Option, Rule
+from hp_invariants.model import Applicability, Confidence, Edit, Finding
+from hp_invariants.api import Option, Rule
 
 #: ``ast.Match`` (Python 3.10+); on 3.9, where no match statement parses, nothing is one.
 _MATCH = getattr(ast, "Match", ())

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, dotted_name, last_name, walk_function_body
-from hp_invariants.project import LazyList, LazyMap, ProjectFacts, TextTable
+from hp_invariants.project import LazyList, LazyMap, TextTable
+from hp_invariants.api import ProjectFacts
 
 FACTS_VERSION = 5
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
@@ -618,7 +619,7 @@ def decode_summary(data: Any) -> tuple:
 
 
 class ShardGateFacts(ProjectFacts):
-    """E9502's :class:`~hp_invariants.project.ProjectFacts`: :func:`summarize` per file, a
+    """E9502's :class:`~hp_invariants.api.ProjectFacts`: :func:`summarize` per file, a
     :class:`ShardGateIndex` per project."""
 
     def encode(self, summary: tuple) -> list:

@@ -363,7 +363,8 @@ import dataclasses
 import weakref
 
 from hp_invariants.astutil import EXITS, FunctionNode, always_exits, dotted_name, last_name, walk_function_body, walk_nodes
-from hp_invariants.model import Applicability, Confidence, Edit, Option, Rule
+from hp_invariants.model import Applicability, Confidence, Edit
+from hp_invariants.api import Option, Rule
 from hp_invariants.rules import shard_gate_facts as facts
 from hp_invariants.rules.shard_gate_facts import ShardGateFacts, ShardGateIndex, mesh_receiver
 
@@ -1399,7 +1400,7 @@ def _degree_one_handled(ctx, analyzer: _Analyzer, call: ast.Call, context: _Cont
 class ShardGatedReset(Rule):
     """E9502: a must-always-run FSDP step (``reset_sharded_param``, ``fully_shard``) gated on shard degree.
 
-    Input: a :class:`~hp_invariants.context.FileContext`; output: one finding per gated call, at the
+    Input: a :class:`~hp_invariants.api.FileContext`; output: one finding per gated call, at the
     call, with a fix where one is prescribed (see the module docstring). Never raises on valid ASTs.
     The invariant comes from hyper-parallel issue 230 (item 2, ``TorchHSDPStateV2.lazy_init``).
     """

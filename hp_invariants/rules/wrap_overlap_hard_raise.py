@@ -153,7 +153,8 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from hp_invariants.astutil import dotted_name, last_name, string_value
-from hp_invariants.model import Applicability, Confidence, Edit, Finding, Option, Rule
+from hp_invariants.model import Applicability, Confidence, Edit, Finding
+from hp_invariants.api import Option, Rule
 
 WALK_METHODS = {
     # method name -> shape of each item: "module" (the submodule), "pair" ((name, submodule)),

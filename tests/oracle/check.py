@@ -29,7 +29,6 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hp_invariants import cli
 

@@ -221,7 +221,8 @@ from hp_invariants.rules.undefined_method_call.index import (
     qualify,
     summarize,
 )
-from hp_invariants.model import Applicability, Confidence, Edit, Finding, Option, Rule
+from hp_invariants.model import Applicability, Confidence, Edit, Finding
+from hp_invariants.api import Option, Rule
 
 ACCESSOR_PAIRS: dict[str, tuple[str, str, str]] = {
     "get_input_embeddings": ("input", "get_input_embeddings", "set_input_embeddings"),

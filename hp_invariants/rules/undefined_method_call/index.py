@@ -8,7 +8,7 @@ never ``ast`` nodes, so the whole installed torch package indexes in a few tens 
 :class:`ClassIndex` answers the questions of E9503: which class a qualified name denotes (a
 project class, an entry of the bundled framework catalog ``data/framework_members.json``, or
 unknown), the ancestors of a class (and whether all are known), and the project subclasses of a
-class. The summaries are E9503's :class:`~hp_invariants.project.ProjectFacts`
+class. The summaries are E9503's :class:`~hp_invariants.api.ProjectFacts`
 (:class:`ClassIndexFacts`): the engine's :class:`~hp_invariants.project.Project` walks, parses,
 caches and builds them; nothing outside this rule knows what they hold.
 """
@@ -28,7 +28,8 @@ from typing import Iterable, NamedTuple, Sequence
 
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
                                    string_value, walk_nodes)
-from hp_invariants.project import LazyList, LazyMap, ProjectFacts, TextTable
+from hp_invariants.project import LazyList, LazyMap, TextTable
+from hp_invariants.api import ProjectFacts
 
 FORMAT_VERSION = 9
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
@@ -954,7 +955,7 @@ class ClassIndex:
         """The index :meth:`to_plain` wrote; raises ``TypeError``/``ValueError``/``KeyError`` when
         ``data`` is not of that shape. File summaries and uses are decoded when first read; when one
         is malformed, the index takes the files of ``rebuild()`` (the index built from the summaries,
-        see :meth:`hp_invariants.project.ProjectFacts.decode_built`), drops every table and memo, and
+        see :meth:`hp_invariants.api.ProjectFacts.decode_built`), drops every table and memo, and
         answers from those from then on."""
         if type(data) is not dict:
             raise TypeError("index expected")
