@@ -574,7 +574,9 @@ def check_targets(targets: list[Target], jobs: int, verdicts: dict[tuple[str, st
         report, seconds, status, stderr = run_check(target.folder, jobs, target.path)
         if status > 1:
             failed = True
+            problems = len(report.get("problems", []))
             detail = "details withheld (blind): see --reveal-blind" if blind else stderr.strip()[-500:]
+            detail = f"{problems} problem(s) reported; {detail}" if problems else detail
             print(f"{target.name}: check exited {status}: {detail}", file=sys.stderr)
         findings = []
         for finding in report.get("findings", []):
