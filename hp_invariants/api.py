@@ -12,7 +12,7 @@ project walk or the store.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -109,26 +109,47 @@ _CONCRETE = frozenset(
 for these, ``nodes_of`` compares classes instead of calling isinstance."""
 
 
-@dataclass
 class FileContext:
     """Everything a rule's ``check`` needs for one file.
 
-    * ``source``: the decoded :class:`SourceFile`; ``tree``: its ``ast.Module`` (parsed once, shared
-      by all rules);
+    * ``source``: the decoded :class:`SourceFile`;
+    * ``tree``: its ``ast.Module``, parsed once and shared by all rules; parsed on first use when
+      the context was made without one (``parse``: how; default :func:`ast.parse` of the source), so
+      a rule that can answer from project facts alone (E9503 on a file none of whose calls can fail)
+      costs no parse. A parse error propagates out of the rule that asked, as if the engine had parsed;
     * ``options``: option values by rule id, e.g. ``ctx.option(rule, "local-tensor-attrs")``;
     * ``project``: the :class:`hp_invariants.project.Project` that builds the project-wide facts rules
       declare (read them with :meth:`project_data`), or ``None`` when not available (a rule that
       needs project facts then stays silent).
     """
 
-    source: SourceFile
-    tree: ast.Module
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    project: Any = None
-    _parents: dict[int, ast.AST] | None = field(default=None, repr=False)
-    _nodes: list[ast.AST] | None = field(default=None, repr=False)
-    _owners: list[ast.AST | None] | None = field(default=None, repr=False)
-    _by_types: dict[tuple[type, ...], list[ast.AST]] | None = field(default=None, repr=False)
+    __slots__ = ("source", "options", "project", "_tree", "_parse", "_parents", "_nodes", "_owners", "_by_types")
+
+    def __init__(self, source: SourceFile, tree: ast.Module | None = None,
+                 options: dict[str, dict[str, Any]] | None = None, project: Any = None,
+                 parse: Callable[[], ast.Module] | None = None):
+        self.source = source
+        self.options = options if options is not None else {}
+        self.project = project
+        self._tree = tree
+        self._parse = parse
+        self._parents: dict[int, ast.AST] | None = None
+        self._nodes: list[ast.AST] | None = None
+        self._owners: list[ast.AST | None] | None = None
+        self._by_types: dict[tuple[type, ...], list[ast.AST]] | None = None
+
+    @property
+    def tree(self) -> ast.Module:
+        """The file's ``ast.Module`` (parsed on first use; see the class docstring)."""
+        tree = self._tree
+        if tree is None:
+            tree = self._tree = self._parse() if self._parse is not None else ast.parse(self.source.text)
+        return tree
+
+    @property
+    def has_tree(self) -> bool:
+        """True once the tree exists (given, or parsed because a rule asked for it)."""
+        return self._tree is not None
 
     @property
     def path(self) -> str:

@@ -89,11 +89,22 @@ class ConfigError(Exception):
     """A configuration or usage error: unknown key, wrong type, bad regex, unknown rule."""
 
 
+def is_project_root(folder: str | os.PathLike[str]) -> bool:
+    """True when ``folder`` holds a project marker: ``pyproject.toml`` or ``.git``, or ``setup.py`` /
+    ``setup.cfg`` outside a package (see :func:`find_project_root`)."""
+    if any(os.path.exists(os.path.join(folder, marker)) for marker in ("pyproject.toml", ".git")):
+        return True
+    return not os.path.exists(os.path.join(folder, "__init__.py")) and \
+        any(os.path.exists(os.path.join(folder, marker)) for marker in ("setup.py", "setup.cfg"))
+
+
 def find_project_root(path: str | os.PathLike[str], marked: dict[str, Any] | None = None) -> Path:
     """Return the project root of ``path``.
 
     The nearest folder (``path`` itself if a folder, else its parent, then upwards) holding
-    ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``. Without one, the top folder of the
+    ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``; a ``setup.py`` or ``setup.cfg``
+    inside a package (a folder holding ``__init__.py``) is a module of that package, not a project's
+    build script (Megatron-Bridge's ``megatron/bridge/training/setup.py``), and marks nothing. Without one, the top folder of the
     Python package holding ``path`` (the last ancestor with ``__init__.py``), else the folder itself.
     ``marked``: a memo the caller keeps for the life of one run (``folder -> holds a marker``, and
     which folders have none above them and where their package tops are: the folders of a project
@@ -109,7 +120,7 @@ def find_project_root(path: str | os.PathLike[str], marked: dict[str, Any] | Non
             break
         found = memo.get(candidate)
         if found is None:
-            found = memo[candidate] = any(os.path.exists(os.path.join(candidate, marker)) for marker in ROOT_MARKERS)
+            found = memo[candidate] = is_project_root(candidate)
         if found:
             return Path(candidate)
         passed.append(candidate)

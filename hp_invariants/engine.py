@@ -19,6 +19,7 @@ one :class:`~hp_invariants.model.FileProblem` (see :mod:`hp_invariants.limits`).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -95,13 +96,14 @@ class Session:
         self._settings_for = mapped
 
     # ------------------------------------------------------------------ the stages
-    def analyze(self, source: SourceFile, tree: ast.Module, settings: Settings,
+    def analyze(self, source: SourceFile, tree: ast.Module | None, settings: Settings,
                 rules: Sequence[Rule] | None = None, project: Any = None) -> list[Finding]:
-        """Run ``rules`` (default: the settings' rules) on one parsed file; findings sorted, no
-        suppressions applied. A rule's exception propagates (callers report it per file).
-        ``project``: what rules read project facts from (default: the session's project)."""
+        """Run ``rules`` (default: the settings' rules) on one file; findings sorted, no suppressions
+        applied. ``tree``: the parsed file, or ``None``: parsed (:func:`parse`) when the first rule
+        asks for it. A rule's exception, a parse error included, propagates (callers report it per
+        file). ``project``: what rules read project facts from (default: the session's project)."""
         project = self.project if project is None else project
-        ctx = FileContext(source=source, tree=tree, options=settings.options, project=project)
+        ctx = FileContext(source, tree, settings.options, project, parse=lambda: parse(source))
         findings: list[Finding] = []
         for rule in settings.rules if rules is None else rules:
             if rule.project_facts is not None and project is None and not rule.project_optional:
@@ -191,11 +193,20 @@ class Session:
                                and suppressions.mentions_our_codes(source.text, settings.rules)):
             return result
         timeout = settings.timeout_per_file
-
-        kept = self.project.take_tree(path, raw) if self.project is not None else None
+        early: list[Finding] = []
+        if self.project is not None and active:  # what ran on the build's tree (see _early)
+            kept = self.project.take_early(path, digest or content_digest(raw))
+            if kept is not None and kept[0] == settings.key:
+                done = frozenset(kept[1])
+                # made under the path the project walk found (absolute): the check's path is the user's
+                early = [f if f.path == path else dataclasses.replace(f, path=path) for f in kept[2]]
+                active = [r for r in active if r.rule_id not in done]
 
         def work() -> list[Finding]:
-            return self.analyze(source, kept or parse(source), settings, active, tracking)
+            # no rule to run (only unused suppressions to report): parse anyway, a syntax error is E0001
+            if not active and not early:
+                parse(source)
+            return self.analyze(source, None, settings, active, tracking) if active else []
 
         try:
             findings = guarded(work, timeout)
@@ -205,8 +216,27 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - syntax errors, deep nesting, a rule bug: never stop the run
             result.problems.append(problem(path, exc))
             return result
+        if early:
+            findings = sorted(early + findings, key=Finding.sort_key)
         result.findings = self.suppress(source, findings, settings)
         return result
+
+    def _early(self, path: str, raw: bytes, source: SourceFile, tree: ast.Module) -> tuple | None:
+        """The early analysis of ``path`` (:meth:`Project.prepare`): run, on the tree the project
+        build parsed, the active rules that read no project facts, under the file's time budget.
+        Returns ``(settings key, rule ids, findings)``, or ``None`` (nothing to run, or any failure:
+        the check then runs those rules itself and reports what goes wrong)."""
+        try:
+            settings = self.settings_for(path)
+            if settings.max_file_size and len(raw) > settings.max_file_size:
+                return None
+            rules = [r for r in self.active_rules(source, settings) if r.project_facts is None]
+            if not rules:
+                return None
+            findings = guarded(lambda: self.analyze(source, tree, settings, rules), settings.timeout_per_file)
+            return settings.key, tuple(r.rule_id for r in rules), findings
+        except Exception:  # noqa: BLE001 - the check runs the rules again and reports it
+            return None
 
     def check_path(self, path: str) -> FileResult:
         """Read ``path`` (non-blocking, regular files only, size-capped) and :meth:`check_bytes` it."""
@@ -225,14 +255,15 @@ class Session:
             raise ValueError("discovery needs a Resolver")
         return iter_python_files(paths, self.resolver)
 
-    def prepare(self, files: Sequence[str], lazy_if_cached: bool = False, keep_trees: bool = False) -> list[FileProblem]:
+    def prepare(self, files: Sequence[str], lazy_if_cached: bool = False, early: bool = False) -> list[FileProblem]:
         """Build the project facts that the rules enabled for ``files`` declare, before a pool forks
         (workers inherit them). Returns a problem per project that could not be indexed.
         ``lazy_if_cached`` (``check``): skip the build of a project when the results cache holds every
         file's results against the project as it is now (only its fingerprint is computed).
-        ``keep_trees`` (``check``): keep the trees of ``files`` parsed by the build for
-        :meth:`check_bytes` (see :meth:`~hp_invariants.project.Project.prepare`); the caller calls
-        ``project.release_trees()`` when done."""
+        ``early`` (``check``): run the rules that need no project facts on the trees of ``files`` that
+        the build parses, keeping their findings for :meth:`check_bytes` (see :meth:`_early` and
+        :meth:`~hp_invariants.project.Project.prepare`), so that a cold ``check`` parses each file
+        once; the caller calls ``project.release_early()`` when done."""
         if self.project is None:
             return []
         problems: list[FileProblem] = []
@@ -248,7 +279,7 @@ class Session:
             try:
                 if lazy_if_cached and self.results is not None and self._all_current(root, facts, paths):
                     continue  # every file's results are cached against this very project: build lazily
-                self.project.prepare(path, facts, keep=paths if keep_trees else ())
+                self.project.prepare(path, facts, keep=paths if early else (), early=self._early if early else None)
             except Exception as exc:  # noqa: BLE001 - reported; the files are still checked
                 problems.append(problem(path, exc))
         return problems
@@ -277,13 +308,13 @@ def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResul
     result = RunResult(problems=discovery_problems)
     if session.project is not None and jobs > 1:
         session.project.jobs = max(session.project.jobs, jobs)
-    result.problems.extend(session.prepare(files, lazy_if_cached=True, keep_trees=True))
+    result.problems.extend(session.prepare(files, lazy_if_cached=True, early=True))
     try:
         result.files = parallel_map(session.check_path, files, jobs,
                                     on_dead=lambda path: FileResult(path=path, problems=[dead_worker_problem(path)]))
     finally:
         if session.project is not None:
-            session.project.release_trees()  # those of files the check did not parse (cached results ...)
+            session.project.release_early()  # those of files the check did not need (cached results ...)
     result.files.sort(key=lambda r: r.path)
     if session.results is not None:
         if jobs > 1:  # entries computed in worker processes (in-process checks stored theirs already)

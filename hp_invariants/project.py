@@ -52,7 +52,6 @@ import sys
 import time
 import warnings
 import zlib
-from functools import partial
 from array import array
 from itertools import accumulate
 from pathlib import Path
@@ -70,7 +69,7 @@ from hp_invariants.store import (
     root_digest,
     write_json,
 )
-from hp_invariants.config import DEFAULT_EXCLUDES, ROOT_MARKERS, find_project_root
+from hp_invariants.config import DEFAULT_EXCLUDES, find_project_root, is_project_root
 from hp_invariants.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT, AnalysisTimeout, budget_paused, time_budget
 from hp_invariants.runner import parallel_map
 from hp_invariants.source import SourceDecodeError, SourceFile, content_digest, read_source_bytes
@@ -78,15 +77,16 @@ from hp_invariants.source import SourceDecodeError, SourceFile, content_digest, 
 MAX_PROJECT_FILES = 20_000
 """At most this many files are indexed per project root (torch has 2,285); more gives a note."""
 
+EarlyAnalysis = Callable[[str, bytes, SourceFile, ast.Module], Any]
+"""``early(path, raw, source, tree)``: what a check computes from a file's bytes, decoded source and
+tree before the project facts are built (see :meth:`Project.prepare`); any picklable value, ``None``
+for nothing."""
+
+
 RACY_WINDOW_NS = 2_000_000_000
 """A file whose ctime or mtime is within this much of the cache write (or later) is always hashed:
 it may have changed again within the file system's timestamp granularity."""
 
-KEEP_TREES_BUDGET = 4 << 20
-"""At most this many bytes of source (4 MiB) whose trees :meth:`Project.prepare` keeps for the
-check that follows, so that a cold ``check`` parses those files once, not twice. A tree takes 25-31
-times its source's size in memory (measured on torch.distributed and hyper-parallel): at most about
-130 MB, freed file by file as the check goes; the files past the budget are parsed again."""
 
 
 class TextTable:
@@ -459,9 +459,7 @@ class Project:
         self._roots: dict[str, Path] = {}
         self._marked: dict[str, Any] = {}  # the memo of find_project_root
         self._scans: dict[tuple[Path, str], tuple[Scan, dict]] = {}
-        self._trees: dict[str, tuple[bytes, ast.Module]] = {}  # path -> (bytes, tree) parsed while summarizing
-        self._tree_bytes = 0
-        self.keep_trees_budget = KEEP_TREES_BUDGET
+        self._early: dict[str, tuple[bytes, Any]] = {}  # path -> (content digest, early analysis)
         self.stats: dict[str, int] = {}
         self.notes: list[str] = []
 
@@ -490,57 +488,50 @@ class Project:
             built = self._built[root]
         return built[facts.key]
 
-    def prepare(self, path: str, facts: Sequence[ProjectFacts], keep: Iterable[str] = ()) -> None:
+    def prepare(self, path: str, facts: Sequence[ProjectFacts], keep: Iterable[str] = (),
+                early: EarlyAnalysis | None = None) -> None:
         """Build every kind of ``facts`` not built yet for the project holding ``path``, together (one
         walk, one parse per file). The per-file time budget of the caller is paused meanwhile: this is
-        per-project work, not per-file. ``keep``: the files about to be checked; the trees of those
-        parsed here in this process are kept for :meth:`take_tree` (up to ``keep_trees_budget`` bytes of
-        source), so that a cold ``check`` parses each file once."""
-        self.prepare_root(self.root_of(path), facts, keep)
+        per-project work, not per-file. ``keep``: the files about to be checked; ``early(path, raw, source,
+        tree)`` is called with the tree of each of them that the build parses (in this process or a
+        worker: the value must pickle), and its value is kept for :meth:`take_early`, so that the
+        parts of a check that need no project facts run on the tree the build parsed anyway and a
+        cold ``check`` parses each file once. The tree itself is not kept (trees take 25-31 times
+        their source's size in memory)."""
+        self.prepare_root(self.root_of(path), facts, keep, early)
 
-    def prepare_root(self, root: Path, facts: Sequence[ProjectFacts], keep: Iterable[str] = ()) -> None:
+    def prepare_root(self, root: Path, facts: Sequence[ProjectFacts], keep: Iterable[str] = (),
+                     early: EarlyAnalysis | None = None) -> None:
         """:meth:`prepare` for the project ``root``."""
         built = self._built.setdefault(root, {})
         missing = [f for f in dict.fromkeys(facts) if f.key not in built]
         if missing:
-            wanted = frozenset(os.path.abspath(p) for p in keep) if self.keep_trees_budget > 0 else frozenset()
+            wanted = frozenset(os.path.abspath(p) for p in keep) if early is not None else frozenset()
             with budget_paused():
                 try:
-                    built.update(self._build(root, missing, wanted))
+                    built.update(self._build(root, missing, wanted, early))
                 except Exception:  # noqa: BLE001 - a cached summary of the wrong shape: rebuild without it
                     if not self.use_cache:
                         raise
                     self.use_cache = False
                     self._scans.clear()
                     try:
-                        built.update(self._build(root, missing, wanted))
+                        built.update(self._build(root, missing, wanted, early))
                     finally:
                         self.use_cache = True
 
-    def take_tree(self, path: str, raw: bytes) -> ast.Module | None:
-        """Return the tree of ``path`` that :meth:`prepare` parsed while summarizing it, when it parsed
-        exactly the bytes ``raw`` (else ``None``: the caller parses ``raw`` itself), and forget it: a
-        kept tree serves one check. The summarizers only read trees, so the tree is the one
-        ``ast.parse`` gives for the same text."""
-        if not self._trees:
+    def take_early(self, path: str, digest: bytes) -> Any:
+        """Return the value :meth:`prepare`'s ``early`` gave for ``path`` when the build parsed bytes
+        of content ``digest`` (:func:`content_digest`; else ``None``), and forget it: it serves one
+        check."""
+        if not self._early:
             return None
-        kept = self._trees.pop(os.path.abspath(path), None)
-        if kept is None:
-            return None
-        self._tree_bytes -= len(kept[0])
-        return kept[1] if kept[0] == raw else None
+        kept = self._early.pop(os.path.abspath(path), None)
+        return kept[1] if kept is not None and kept[0] == digest else None
 
-    def release_trees(self) -> None:
-        """Forget every tree kept by :meth:`prepare` that no check took."""
-        self._trees.clear()
-        self._tree_bytes = 0
-
-    def _keep_tree(self, path: str, raw: bytes, tree: ast.Module) -> None:
-        old = self._trees.get(path)
-        if old is not None:
-            self._tree_bytes -= len(old[0])
-        self._trees[path] = (raw, tree)
-        self._tree_bytes += len(raw)
+    def release_early(self) -> None:
+        """Forget every early analysis kept by :meth:`prepare` that no check took."""
+        self._early.clear()
 
     def fingerprint(self, path: str, facts: Sequence[ProjectFacts]) -> str:
         """The fingerprint of the project holding ``path`` as ``facts`` see it: the walked file set and
@@ -566,7 +557,7 @@ class Project:
         found = self._scans.get((root, kinds))
         if found is not None:
             return found
-        marked = any((root / marker).exists() for marker in ROOT_MARKERS)
+        marked = is_project_root(root)
         skipped: list[str] = []
         entries = project_entries(os.fspath(root), packages_only=not marked, skipped=skipped)
         if skipped:
@@ -619,14 +610,16 @@ class Project:
             self.notes.append(text)
 
     # ------------------------------------------------------------------ building
-    def _build(self, root: Path, facts: Sequence[ProjectFacts], keep: frozenset[str] = frozenset()) -> dict[str, Any]:
+    def _build(self, root: Path, facts: Sequence[ProjectFacts], keep: frozenset[str] = frozenset(),
+               early: EarlyAnalysis | None = None) -> dict[str, Any]:
         with gc_paused():
-            built = self._build_unpaused(root, facts, keep)
+            built = self._build_unpaused(root, facts, keep, early)
             if self.freeze_after_build:  # before the collector is back: it never walks what was built
                 gc.freeze()
             return built
 
-    def _build_unpaused(self, root: Path, facts: Sequence[ProjectFacts], keep: frozenset[str]) -> dict[str, Any]:
+    def _build_unpaused(self, root: Path, facts: Sequence[ProjectFacts], keep: frozenset[str],
+                        early: EarlyAnalysis | None) -> dict[str, Any]:
         root = Path(os.path.abspath(root))
         scan, manifest = self._scan(root, facts)
         cache_file = cache_path(root, self.cache_folder(root), facts) if self.use_cache else None
@@ -649,7 +642,7 @@ class Project:
             for f in scan.files:
                 f.raw = None  # the bytes of hashed files are not needed (a rebuild reads them again)
             return ready
-        built = self._build_from_summaries(root, facts, scan, manifest, cache_file, rest, keep)
+        built = self._build_from_summaries(root, facts, scan, manifest, cache_file, rest, keep, early)
         built.update(ready)
         return built
 
@@ -664,10 +657,10 @@ class Project:
 
     def _build_from_summaries(self, root: Path, facts: Sequence[ProjectFacts], scan: Scan, manifest: dict,
                               cache_file: str | None, build: Sequence[ProjectFacts],
-                              keep: frozenset[str] = frozenset()) -> dict[str, Any]:
+                              keep: frozenset[str] = frozenset(), early: EarlyAnalysis | None = None) -> dict[str, Any]:
         """Build the kinds ``build`` from every file's summaries (cached or computed; the cache
-        holds the summaries of every kind of ``facts``); the trees of the files of ``keep`` parsed
-        in this process are kept (see :meth:`prepare`)."""
+        holds the summaries of every kind of ``facts``); ``early`` runs on the trees of the files of
+        ``keep`` that are parsed (see :meth:`prepare`)."""
         summaries = read_summaries(cache_file, root, facts) if cache_file else {}
         stats = dict(scan.stats)
         slots: list[dict | None] = []
@@ -694,24 +687,29 @@ class Project:
             reuse.append(None)
         if pending:
             workers = self.jobs if len(pending) >= MIN_PARALLEL else 1
-            keep = keep if workers == 1 else frozenset()  # a worker process's trees die with it
 
-            def summarize_one(item: tuple[int, ScannedFile]) -> dict | None:
+            def summarize_one(item: tuple[int, ScannedFile]) -> tuple[dict | None | bool, Any]:
                 f = item[1]
                 raw = f.raw
                 if raw is None:
                     try:
                         raw, _ = read_source_bytes(f.path, DEFAULT_MAX_FILE_SIZE)
                     except OSError:
-                        return False
+                        return False, None
                     if content_digest(raw) != f.digest:  # changed since the scan: not cached
-                        return False
-                sink = None
-                if f.path in keep and self._tree_bytes + len(raw) <= self.keep_trees_budget:
-                    sink = partial(self._keep_tree, f.path, raw)
-                return summarize_file(f.path, raw, facts, sink)
+                        return False, None
+                box: list[Any] = []
+                on_tree = None
+                if early is not None and f.path in keep:
+                    def on_tree(source: SourceFile, tree: ast.Module, path: str = f.path, raw: bytes = raw) -> None:
+                        box.append(early(path, raw, source, tree))
+                return summarize_file(f.path, raw, facts, on_tree), (box[0] if box else None)
 
-            results = parallel_map(summarize_one, pending, workers, on_dead=lambda item: None)
+            results = parallel_map(summarize_one, pending, workers, on_dead=lambda item: (None, None))
+            for (_slot, f), (_summary, value) in zip(pending, results):
+                if value is not None:
+                    self._early[f.path] = (f.digest, value)
+            results = [summary for summary, _value in results]
             for (slot, f), summary in zip(pending, results):
                 stats["parsed"] += 1
                 if summary is None or summary is False:
@@ -793,25 +791,26 @@ MIN_PARALLEL = 64
 
 
 def summarize_file(path: str, raw: bytes, facts: Sequence[ProjectFacts],
-                   keep_tree: Callable[[ast.Module], None] | None = None) -> dict[str, Any] | None | bool:
+                   on_tree: Callable[[SourceFile, ast.Module], None] | None = None) -> dict[str, Any] | None | bool:
     """Decode and parse ``raw`` once and return ``{facts.key: summary}``; ``None`` when the file
     cannot be decoded or parsed; ``False`` when that takes longer than the per-file time budget or
-    runs out of stack or memory (a failure that may not happen again: not cached). ``keep_tree``:
-    called with the tree once every summary is made."""
+    runs out of stack or memory (a failure that may not happen again: not cached). ``on_tree``:
+    called with the decoded source and the tree once every summary is made, outside the summaries'
+    time budget (it keeps its own and must not raise)."""
     try:
         with time_budget(DEFAULT_TIMEOUT):
-            text = SourceFile.from_bytes(path, raw).text
+            source = SourceFile.from_bytes(path, raw)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tree = ast.parse(text, filename=path)
+                tree = ast.parse(source.text, filename=path)
             summaries = {f.key: f.summarize(tree, path) for f in facts}
-            if keep_tree is not None:
-                keep_tree(tree)
-            return summaries
     except (AnalysisTimeout, RecursionError, MemoryError):
         return False
     except (SourceDecodeError, SyntaxError, ValueError, OSError):
         return None
+    if on_tree is not None:
+        on_tree(source, tree)
+    return summaries
 
 
 # ---------------------------------------------------------------------- walking the project

@@ -421,8 +421,9 @@ def test_configuration_of_a_folder_does_not_depend_on_which_folders_were_asked_f
 
 
 def test_find_project_root(tmp_path: Path):
-    """The nearest folder with a marker; without one, the top of the package holding the path, else
-    the folder itself; the same answers with a shared memo, for files and for folders."""
+    """The nearest folder with a marker (``setup.py``/``setup.cfg`` only outside a package); without
+    one, the top of the package holding the path, else the folder itself; the same answers with a
+    shared memo, for files and for folders."""
     from hp_invariants.config import find_project_root
 
     (tmp_path / "proj" / "src" / "pkg" / "sub").mkdir(parents=True)
@@ -432,7 +433,17 @@ def test_find_project_root(tmp_path: Path):
         (folder / "__init__.py").write_text("")
     (tmp_path / "loose" / "top" / "inner" / "m.py").write_text("")
     (tmp_path / "bare").mkdir()
+    # a module named setup.py inside a package is not a project marker (Megatron-Bridge's
+    # megatron/bridge/training/setup.py): its package belongs to the project above
+    for folder in (tmp_path / "proj" / "src" / "pkg", tmp_path / "proj" / "src" / "pkg" / "sub"):
+        (folder / "__init__.py").write_text("")
+    (tmp_path / "proj" / "src" / "pkg" / "sub" / "setup.py").write_text("def setup_training(): ...\n")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "setup.py").write_text("")  # outside a package: the project's build script
+    (tmp_path / "app" / "lib").mkdir()
     cases = {tmp_path / "proj" / "src" / "pkg" / "sub": tmp_path / "proj",
+             tmp_path / "proj" / "src" / "pkg" / "sub" / "setup.py": tmp_path / "proj",
+             tmp_path / "app" / "lib": tmp_path / "app",
              tmp_path / "proj": tmp_path / "proj",
              tmp_path / "loose" / "top" / "inner" / "m.py": tmp_path / "loose" / "top",
              tmp_path / "loose" / "top" / "inner": tmp_path / "loose" / "top",

@@ -144,7 +144,7 @@ def test_summarizers_leave_trees_unchanged():
         assert _dump(tree) == before, path
 
 
-def _cold_check(root: Path, cache: Path, budget: int, monkeypatch) -> tuple[list, list[str], object]:
+def _cold_check(root: Path, cache: Path, early: bool, monkeypatch) -> tuple[list, list[str], object]:
     from hp_invariants import engine
     from hp_invariants.config import Overrides, Resolver
     from hp_invariants.registry import RULES
@@ -158,16 +158,19 @@ def _cold_check(root: Path, cache: Path, budget: int, monkeypatch) -> tuple[list
 
     monkeypatch.setattr(engine, "parse", counting_parse)
     session = engine.default_session(Resolver(RULES, Overrides(cache_dir=str(cache))), cache_dir=str(cache))
-    session.project.keep_trees_budget = budget
-    result = engine.run_check(session, [str(root)])
+    if not early:
+        monkeypatch.setattr(session, "_early", lambda path, raw, source, tree: None)
+    result = engine.run_check(session, [os.path.relpath(root)])  # as the user named it: relative
     monkeypatch.setattr(engine, "parse", real_parse)
-    findings = [(os.path.basename(f.path), f.line, f.col, f.rule_id, f.message) for f in result.findings]
+    findings = [(f.path, f.line, f.col, f.rule_id, f.message) for f in result.findings]
     return findings, parsed, session.project
 
 
 def test_cold_check_parses_each_file_once(tmp_path, monkeypatch):
-    """A cold ``check`` hands the trees the project build parsed to the check (same findings as parsing
-    again), within the budget of source bytes; none are left over after the run."""
+    """A cold ``check`` runs the rules that need no project facts (E9501, E9504) on the trees the
+    project build parsed (same findings as parsing again), and parses a file again only where a rule
+    reading project facts must look at its tree: E9502 at its gate, E9503 where the index alone cannot
+    rule a finding out. Nothing is left over after the run."""
     import shutil
 
     root = tmp_path / "proj"
@@ -176,37 +179,51 @@ def test_cold_check_parses_each_file_once(tmp_path, monkeypatch):
         "class P:\n    def __init__(self, t):\n        self.p = t\n"
         "    def bad(self):\n        self.p._local_tensor = self.p._local_tensor.view(-1)\n"
         "        self.missing_m()\n\n\ndef make(t):\n    return P(t).bad()\n")
-    reference, parsed_all, _ = _cold_check(root, tmp_path / "c0", 0, monkeypatch)
-    assert {f[3] for f in reference} == {"E9501", "E9502", "E9503"}
-    assert sorted(parsed_all) == ["build.py", "dims.py", "view.py"]  # not the empty __init__.py
+    (root / "trainlib" / "fine.py").write_text(
+        "class Q:\n    def __init__(self):\n        self.n = 1\n    def go(self):\n        return self.step()\n"
+        "    def step(self):\n        return self.n\n\n\nQ().go()\n")
+    (root / "trainlib" / "wrap.py").write_text(
+        "def wrap_all(model, wrapper):\n    for name, sub in model.named_modules():\n"
+        "        if getattr(sub, '_is_wrapped', False):\n            raise ValueError(f'{name} is already wrapped')\n"
+        "        wrapper(sub)\n        sub._is_wrapped = True\n")
+    reference, parsed_all, _ = _cold_check(root, tmp_path / "c0", False, monkeypatch)
+    assert {f[3] for f in reference} == {"E9501", "E9502", "E9503", "E9504"}
+    # without the early analysis: every file a rule looks into (dims.py and fine.py only hold classes
+    # whose every call E9503's index already answers: they are never parsed by the check)
+    assert sorted(parsed_all) == ["build.py", "view.py", "wrap.py"]
 
-    kept, parsed, project = _cold_check(root, tmp_path / "c1", project_module.KEEP_TREES_BUDGET, monkeypatch)
-    assert kept == reference and parsed == []
-    assert project._trees == {} and project._tree_bytes == 0
+    kept, parsed, project = _cold_check(root, tmp_path / "c1", True, monkeypatch)
+    assert kept == reference
+    assert sorted(parsed) == ["build.py", "view.py"]  # E9502's gated call; E9503's missing method
+    assert project._early == {}
 
-    build = root / "trainlib" / "build.py"  # the first file walked that is checked; budget: its size
-    some, parsed_some, _ = _cold_check(root, tmp_path / "c2", build.stat().st_size, monkeypatch)
-    assert some == reference and sorted(parsed_some) == ["dims.py", "view.py"]
-
-    warm, parsed_warm, _ = _cold_check(root, tmp_path / "c1", project_module.KEEP_TREES_BUDGET, monkeypatch)
+    warm, parsed_warm, _ = _cold_check(root, tmp_path / "c1", True, monkeypatch)
     assert warm == reference and parsed_warm == []  # results cached: nothing parsed at all
 
 
-def test_a_kept_tree_serves_only_the_bytes_it_was_parsed_from(tmp_path):
+def test_an_early_analysis_serves_only_the_bytes_it_was_made_from(tmp_path):
     root = _project(tmp_path / "proj", 3)
     from hp_invariants.rules.undefined_method_call.index import ClassIndexFacts
 
     project = project_module.Project(use_cache=False)
     target = root / "pkg" / "m000.py"
-    project.prepare(str(target), [ClassIndexFacts()], keep=[str(target), str(root / "pkg" / "sub" / "m001.py")])
-    assert set(project._trees) == {str(target), str(root / "pkg" / "sub" / "m001.py")}
+    other = root / "pkg" / "sub" / "m001.py"
+    seen: list[str] = []
+
+    def early(path, raw, source, tree):
+        seen.append(path)
+        assert source.text == Path(path).read_text()
+        return ("early", len(raw), type(tree).__name__)
+
+    project.prepare(str(target), [ClassIndexFacts()], keep=[str(target), str(other)], early=early)
+    assert sorted(seen) == sorted([str(target), str(other)]) == sorted(project._early)
     raw = target.read_bytes()
-    assert project.take_tree(str(target), raw + b"\n") is None  # other bytes: parse them, and forget the tree
-    assert project.take_tree(str(target), raw) is None
-    tree = project.take_tree(os.path.relpath(root / "pkg" / "sub" / "m001.py"),
-                             (root / "pkg" / "sub" / "m001.py").read_bytes())
-    assert tree is not None and _dump(tree) == _dump(ast.parse((root / "pkg" / "sub" / "m001.py").read_text()))
-    assert project._trees == {} and project._tree_bytes == 0
+    digest = project_module.content_digest
+    assert project.take_early(str(target), digest(raw + b"\n")) is None  # other bytes: forgotten all the same
+    assert project.take_early(str(target), digest(raw)) is None
+    assert project.take_early(os.path.relpath(other), digest(other.read_bytes())) == \
+        ("early", len(other.read_bytes()), "Module")
+    assert project._early == {}
 
 
 def test_source_content_digest_is_the_digest_of_the_bytes_read():

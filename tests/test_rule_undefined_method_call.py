@@ -677,3 +677,33 @@ def test_namespace_package_names_resolve_after_the_real_module_names(tmp_path: P
     assert index.resolve("pkg.fakes.Fake") is None  # tests/pkg is not the package pkg
     assert index.resolve("tests.pkg.fakes.Fake") == (number[os.path.join("tests", "pkg", "fakes.py")], "Fake")
     assert index.resolve("torch.nn.Module") == load_catalog()["torch.nn.Module"]  # not docs/_mock/torch/nn.py
+
+
+def test_the_index_only_shortcut_never_drops_a_finding(monkeypatch):
+    """E9503 skips parsing a file when the index alone shows that nothing in it can be reported
+    (``_may_report``). That must be a necessary condition of every finding: on every E9503 fixture
+    (all the shapes the rule reports and the clean twins), the findings are the same when the
+    shortcut is turned off (every file parsed and checked in full)."""
+    import io
+    from contextlib import redirect_stdout
+
+    from fixturelib import checker_cases
+
+    from hp_invariants import cli
+    from hp_invariants.rules import undefined_method_call as rule_module
+
+    cases = [case for case in checker_cases() if case.name.startswith("undefined-method-call/")]
+    files = sorted({str(p) for case in cases for p in case.files})
+    expected = sorted((path, line, col) for case in cases for path, line, col, _symbol in case.expected)
+
+    def findings() -> list[tuple]:
+        buffer = io.StringIO()
+        with redirect_stdout(buffer):
+            cli.main(["check", "--format", "json", "--no-cache", "--select", "E9503", *files])
+        return sorted((os.path.normpath(f["path"]), f["line"], f["column"], f["message"])
+                      for f in json.loads(buffer.getvalue())["findings"])
+
+    shortcut = findings()
+    assert [f[:3] for f in shortcut] == expected  # every flagged shape of the fixtures, nothing else
+    monkeypatch.setattr(rule_module, "_may_report", lambda *args: True)
+    assert findings() == shortcut

@@ -334,7 +334,7 @@ an enclosing loop or block): unwrapping it would leave that code unreachable.
   predicate in an `or`.
 
 Project facts: the rule reads, for every file of the project (the nearest folder with
-`pyproject.toml`, `setup.py`, `setup.cfg` or `.git`), the return values of its functions and
+`pyproject.toml` or `.git`, or `setup.py`/`setup.cfg` outside a package), the return values of its functions and
 properties, the names each function always calls, and the values stored into `self.<attr>`; they
 are summarized once per file (cached with the other project facts) and evaluated with the options
 of the file being checked. Without a project (library use with no `Project`), the rule uses what

@@ -29,7 +29,7 @@ A function in a class body whose unannotated first parameter is not named `self`
 instance.
 
 Ancestors are resolved across the files of the project (the nearest folder holding
-`pyproject.toml`, `setup.py`, `setup.cfg` or `.git`), through regular packages and through
+`pyproject.toml` or `.git`, or `setup.py`/`setup.cfg` outside a package), through regular packages and through
 namespace packages (folders without `__init__.py`, PEP 420: `from models.base import Base` for
 `models/base.py`, `from stacks.qwen.layers import Layer` for `src/stacks/qwen/layers.py`; a name two
 such files share is unknown unless one is in the importing file's folder; none starts like a regular
@@ -382,18 +382,65 @@ class UndefinedMethodCall(Rule):
         nodes: dict[str, ast.ClassDef] = {}
         functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         summary = index.cached_summary(ctx.path, ctx.source.content_digest())
-        if summary is None or summary.module != module:
-            summary = summarize(ctx.tree, module, is_package, nodes, functions)
-        else:
+        if summary is not None and summary.module == module:
+            file_no = index.file_index(ctx.path)
+            if not _may_report(index, file_no, summary, ctx.source.text):
+                return  # decided from the index alone: the file is not parsed
             class_nodes(ctx.tree, module, is_package, nodes, functions)
-        view = index.overlay(ctx.path, summary)
-        file_no = view.file_index(ctx.path)
+            view = index
+        else:
+            summary = summarize(ctx.tree, module, is_package, nodes, functions)
+            view = index.overlay(ctx.path, summary)
+            file_no = view.file_index(ctx.path)
         state = _State(ctx, self, view, file_no, summary.imports)
         for qual, class_node in nodes.items():
             if view.summary((file_no, qual)) is not None:
                 yield from state.check_class((file_no, qual), class_node)
         yield from state.check_annotated(functions)
         yield from state.check_wrapped(functions)
+
+
+def _may_report(view: ClassIndex, file_no: int, summary, text: str) -> bool:
+    """False when no use in the file can be reported, decided from the index alone: every name the
+    file's classes read on their receiver (``super()``, a constructor-typed ``self.a``), and every
+    method called on an annotated parameter, is a member of that class's MRO (or the class's
+    ancestry is unknown or dynamic, where nothing is reported), and the file names no framework
+    wrapper (``DDP``). A necessary condition of :meth:`_State.check_class`, ``check_annotated`` and
+    ``check_wrapped`` reporting anything (a superset of what they ask), so a file where it is false
+    gets no finding and is not parsed: most files of a project, in a cold check."""
+    if _names_a_wrapper(text):
+        return True
+    for cls in summary.classes:
+        key = (file_no, cls.qualname)
+        if view.summary(key) is None:
+            continue
+        hier = view.hierarchy(key)
+        if hier.unknown or hier.dynamic:
+            continue
+        members = hier.members
+        if any(name not in members and not _dunder(name) for name in cls.used):
+            return True
+        if any(name not in hier.inherited and not _dunder(name) for name in cls.super_used):
+            return True
+        for ctor, name in cls.attr_uses:
+            if _missing(view, ctor, file_no, name):
+                return True
+    return any(_missing(view, qual, file_no, name) for qual, name in summary.param_calls)
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def _missing(view: ClassIndex, qualified: str, file_no: int, name: str) -> bool:
+    """True when ``qualified`` resolves to a project class whose known MRO lacks ``name``."""
+    if _dunder(name):
+        return False
+    key = view.resolve(qualified, file_no)
+    if type(key) is not tuple:
+        return False
+    hier = view.hierarchy(key)
+    return not (hier.unknown or hier.dynamic) and name not in hier.members
 
 
 class _State:

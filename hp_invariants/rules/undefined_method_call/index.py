@@ -31,7 +31,7 @@ from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_no
 from hp_invariants.project import LazyList, LazyMap, TextTable
 from hp_invariants.api import ProjectFacts
 
-FORMAT_VERSION = 9
+FORMAT_VERSION = 10
 """Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
 
 UNKNOWN = "?"
@@ -67,6 +67,13 @@ class ClassSummary(NamedTuple):
     ``@abstractmethod`` or an ``ABC``/``ABCMeta`` base; ``decorators``: qualified names of the
     class decorators; ``abstracts``: names of its own ``@abstractmethod`` members (a subclass
     that defines them all, without listing ``ABC`` itself, is concrete).
+
+    What E9503's check of this class may ask about, recorded so that the check can tell from the
+    index alone that a file holds nothing to report (and skip parsing it: see
+    ``UndefinedMethodCall.check``); each a superset of what the check reads: ``used``: names read
+    on the first parameter of its methods (``self.m``, ``getattr(self, "m")``); ``super_used``:
+    names read on ``super()``; ``attr_uses``: ``(qualified constructor, name)`` for ``self.a.name``
+    where ``__init__`` assigns ``self.a`` from that constructor call.
     """
 
     qualname: str
@@ -78,6 +85,9 @@ class ClassSummary(NamedTuple):
     abstract: bool
     decorators: tuple[str, ...]
     abstracts: frozenset[str] = frozenset()
+    used: frozenset[str] = frozenset()
+    super_used: frozenset[str] = frozenset()
+    attr_uses: tuple[tuple[str, str], ...] = ()
 
 
 class FileSummary(NamedTuple):
@@ -106,6 +116,9 @@ class FileSummary(NamedTuple):
     receiver is bound to when every binding of that name in the file is a constructor call or an
     annotation (``self.child`` built by one constructor in ``__init__``), else ``""`` (unknown:
     may be an instance of any class). Computed names on unknown receivers are not recorded.
+    ``param_calls``: ``(qualified annotation, name)`` for each call ``p.name(...)`` where a parameter
+    ``p`` of some function of the file is annotated with a class name (a superset of what E9503's
+    check of annotated parameters asks about; see :class:`ClassSummary`).
     """
 
     module: str
@@ -116,6 +129,7 @@ class FileSummary(NamedTuple):
     constructed: frozenset[str]
     patched: tuple[tuple[str, str], ...]
     stores: tuple[tuple[str, str], ...] = ()
+    param_calls: tuple[tuple[str, str], ...] = ()
 
 
 # ---------------------------------------------------------------------- module names
@@ -301,16 +315,24 @@ class _Summarizer:
         decorators = tuple(_intern(self.qualify(d.func if isinstance(d, ast.Call) else d, imports))
                            for d in node.decorator_list)
         chains: list = []
-        members, body_dynamic, abstracts = class_members(node, chains)
+        seen = _Uses()
+        members, body_dynamic, abstracts = class_members(node, chains, seen)
         if chains:
             self.chain_stores(chains, imports)
+        attr_uses: set[tuple[str, str]] = set()
+        for attr, name in seen.attrs:
+            for ctor in seen.ctors.get(attr, ()):
+                ctor_name = qualify(ctor, imports)
+                if ctor_name != UNKNOWN:
+                    attr_uses.add((_intern(ctor_name), _intern(name)))
         dynamic = body_dynamic or bool(members & _DYNAMIC_MEMBERS)
         abstract = bool(abstracts) or metaclass in _ABC_NAMES or any(b in _ABC_NAMES for b in bases)
         if self.nodes is not None:
             self.nodes[qual] = node
         return ClassSummary(_intern(qual), node.lineno, bases, _intern(metaclass),
                             frozenset(_intern(m) for m in members), dynamic, abstract, decorators,
-                            frozenset(_intern(m) for m in abstracts))
+                            frozenset(_intern(m) for m in abstracts), frozenset(map(_intern, seen.names)),
+                            frozenset(map(_intern, seen.supers)), tuple(sorted(attr_uses)))
 
     def run(self, tree: ast.Module) -> FileSummary:
         self.module_scope(tree.body, "", in_function=False)
@@ -327,12 +349,15 @@ class _Summarizer:
         called: set[str] = set()  # last names of every callee (Name ids and attribute names)
         aliases: list[tuple[str, ast.AST]] = []  # X = A / self.x = A: A is used when X is called
         arguments: list[ast.arg] = []  # every parameter (its annotation may type a receiver)
-        marks: list[int] = []  # lines of what a class decorator's assignments need (see decorator_adds)
+        marks: list[tuple[int, str]] = []  # (line, name) of what a class decorator's assignments need
+        first_params: set[str] = set()  # the first parameter of every function and lambda (see decorator_adds)
+        name_calls: set[tuple[str, str]] = set()  # (receiver name, method) of each call name.method(...)
 
         Name, Attribute, Call, Load, Store = ast.Name, ast.Attribute, ast.Call, ast.Load, ast.Store
         Assign, Arg, Return, IfExp, Dict = ast.Assign, ast.arg, ast.Return, ast.IfExp, ast.Dict
         sequences = (ast.Tuple, ast.List, ast.Set)
-        handled = frozenset({Assign, Arg, Return, IfExp, Dict, ast.Subscript, *sequences})
+        Arguments = ast.arguments
+        handled = frozenset({Assign, Arg, Return, IfExp, Dict, ast.Subscript, Arguments, *sequences})
 
         def simple_class_name(expr: ast.AST) -> str | None:  # a capitalized or local class name, else None
             kind = expr.__class__
@@ -360,8 +385,10 @@ class _Summarizer:
                 if simple_class_name(func) is not None:  # test first: use() is rarely needed
                     use(func, False)
                 called.add(name)
-                if name == "setattr":
-                    marks.append(node.lineno)
+                if func.__class__ is Attribute and func.value.__class__ is Name:
+                    name_calls.add((func.value.id, name))
+                if name == "setattr" and node.args and node.args[0].__class__ is Name:
+                    marks.append((node.lineno, node.args[0].id))
                 if name in FACTORY_METHODS and func.__class__ is Attribute:
                     use(func.value, False)  # Model.from_pretrained(...) builds a Model
                 if name in _NOT_USES:
@@ -391,10 +418,10 @@ class _Summarizer:
                 value = node.value
                 if node.ctx.__class__ is not Store:
                     if node.attr == "__dict__" and value.__class__ is Name:
-                        marks.append(node.lineno)
+                        marks.append((node.lineno, value.id))
                     continue
                 if value.__class__ is Name:
-                    marks.append(node.lineno)
+                    marks.append((node.lineno, value.id))
                 owner = dotted_name(value)
                 if owner and owner.split(".")[0] in ("self", "cls"):
                     continue  # the class's own members (see class_members)
@@ -427,6 +454,10 @@ class _Summarizer:
                             aliases.append((target.id, value))
                         elif target.__class__ is ast.Attribute:
                             aliases.append((target.attr, value))
+            elif kind is Arguments:
+                params = node.posonlyargs or node.args
+                if params:
+                    first_params.add(params[0].arg)
             elif kind is Arg:
                 arguments.append(node)  # typed or not: only asked for receivers of stores (below)
             elif kind is Return:
@@ -464,11 +495,26 @@ class _Summarizer:
                 stores.add(("", _intern(attr)))
             else:
                 stores.update((_intern(t), _intern(attr)) for t in types)
-        _decorator_patches(tree, self.module, self.raw_classes, imports, patched, marks)
+        # decorator_adds only reads stores on the first parameter of a function: marks on other names
+        # need no walk
+        _decorator_patches(tree, self.module, self.raw_classes, imports, patched,
+                           [line for line, name in marks if name in first_params])
         patched.discard(("?", ""))
+        param_calls: set[tuple[str, str]] = set()
+        if name_calls:
+            methods_of: dict[str, list[str]] = {}
+            for receiver, method in name_calls:
+                methods_of.setdefault(receiver, []).append(method)
+            for node in arguments:
+                ann = node.annotation
+                if ann is None or node.arg not in methods_of or ann.__class__ not in (Name, Attribute, ast.Constant):
+                    continue
+                qual = qualify(ann, imports)
+                if qual != UNKNOWN:
+                    param_calls.update((_intern(qual), _intern(m)) for m in methods_of[node.arg])
         return FileSummary(_intern(self.module), self.is_package, imports, tuple(self.star), classes,
                            frozenset(uses), tuple(sorted(p for p in patched if p[0] != UNKNOWN)),
-                           tuple(sorted(stores)))
+                           tuple(sorted(stores)), tuple(sorted(param_calls)))
 
 
 def decorator_adds(func: ast.AST) -> set[str]:
@@ -526,8 +572,8 @@ def _decorator_patches(tree: ast.Module, module: str, classes: list, imports: di
     """Add the members that module-level functions used as class decorators assign (see
     :class:`FileSummary` ``patched``). ``marks``, when given: the line of every node of ``tree``
     that :func:`decorator_adds` looks for (an attribute stored on a name, a name's ``__dict__``, a
-    call of something named ``setattr``), in any order; a function whose lines hold none of them
-    assigns nothing and is not walked."""
+    ``setattr`` call on a name; each on a name that is the first parameter of some function), in any
+    order; a function whose lines hold none of them assigns nothing and is not walked."""
     functions: dict[str, set[str]] = {}
     lines = sorted(marks) if marks is not None else None
     stack = list(tree.body)
@@ -610,7 +656,23 @@ def _bound_names(stmt: ast.stmt) -> list[str]:
     return names
 
 
-def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[str], bool, set[str]]:
+class _Uses:
+    """What :func:`class_members` records of the reads in a class's methods (see
+    :class:`ClassSummary`): ``names`` read on the receiver, ``supers`` read on ``super()``,
+    ``attrs`` ``(a, name)`` read as ``self.a.name``, and ``ctors`` ``a -> callee nodes`` of the
+    ``self.a = Callee(...)`` / ``self.a: T = Callee(...)`` assignments of ``__init__``."""
+
+    __slots__ = ("names", "supers", "attrs", "ctors")
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.supers: set[str] = set()
+        self.attrs: set[tuple[str, str]] = set()
+        self.ctors: dict[str, list[ast.AST]] = {}
+
+
+def class_members(node: ast.ClassDef, chains: list | None = None,
+                  seen: "_Uses | None" = None) -> tuple[set[str], bool, set[str]]:
     """Return ``(members, dynamic, abstracts)`` of one class statement (``abstracts``: the names
     of its ``@abstractmethod`` members).
 
@@ -624,7 +686,8 @@ def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[s
     ``setattr(self, "x", ...)``, ``self.add_module("x", ...)``/``register_*``,
     ``object.__setattr__(self, "x", ...)``) and ``type(self).x = ...``. ``dynamic`` is True when a
     computed name can be set (``setattr(self, name, ...)``, ``self.__dict__`` writes,
-    ``locals()``/``vars()``/``exec`` in the class body).
+    ``locals()``/``vars()``/``exec`` in the class body). ``seen``: filled with the reads of the
+    methods (see :class:`_Uses`).
     """
     members: set[str] = set()
     dynamic = False
@@ -674,6 +737,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[s
         receiver = args[0].arg if args else None
         receivers = {receiver} if receiver else set()
         in_init = method.name == "__init__" and chains is not None
+        in_init_seen = method.name == "__init__" and seen is not None
         for sub in _walk_method(method):
             kind = sub.__class__
             if kind is ast.Name or kind is ast.Constant:  # the commonest nodes: nothing to record
@@ -683,6 +747,24 @@ def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[s
                 if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
                         target.value.id in receivers:
                     chains.append(("=" + target.attr, sub.value.func))
+            if in_init_seen and (kind is ast.Assign and len(sub.targets) == 1 or kind is ast.AnnAssign) \
+                    and sub.value.__class__ is ast.Call:
+                target = sub.targets[0] if kind is ast.Assign else sub.target
+                if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
+                        target.value.id in receivers:
+                    seen.ctors.setdefault(target.attr, []).append(sub.value.func)
+            if kind is ast.Attribute and sub.ctx.__class__ is ast.Load:
+                if seen is not None:
+                    base = sub.value
+                    if base.__class__ is ast.Name:
+                        if base.id in receivers:
+                            seen.names.add(sub.attr)
+                    elif base.__class__ is ast.Attribute:
+                        if base.value.__class__ is ast.Name and base.value.id in receivers:
+                            seen.attrs.add((base.attr, sub.attr))
+                    elif base.__class__ is ast.Call and base.func.__class__ is ast.Name and base.func.id == "super":
+                        seen.supers.add(sub.attr)
+                continue
             if kind is ast.Attribute and isinstance(sub.ctx, (ast.Store, ast.Del)):
                 base = sub.value
                 if isinstance(base, ast.Name) and base.id in receivers:
@@ -710,6 +792,15 @@ def class_members(node: ast.ClassDef, chains: list | None = None) -> tuple[set[s
                         members.add(name)
             elif kind is ast.Call:
                 dynamic |= _call_members(sub, receivers, members)
+                if seen is not None and sub.func.__class__ is ast.Name and sub.func.id == "getattr" \
+                        and len(sub.args) >= 2 and sub.args[1].__class__ is ast.Constant \
+                        and isinstance(sub.args[1].value, str):
+                    target = sub.args[0]
+                    if target.__class__ is ast.Name and target.id in receivers:
+                        seen.names.add(sub.args[1].value)
+                    elif target.__class__ is ast.Call and target.func.__class__ is ast.Name \
+                            and target.func.id == "super":
+                        seen.supers.add(sub.args[1].value)
             elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in receivers:
                 pass
     return members, dynamic, abstract
