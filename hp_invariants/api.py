@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from hp_invariants.astutil import walk_with_parents
 from hp_invariants.model import Applicability, Confidence, Edit, Finding, Fix
+from hp_invariants.semantic import SemanticModel
 from hp_invariants.source import SourceFile
 
 @dataclass(frozen=True)
@@ -123,7 +124,8 @@ class FileContext:
       needs project facts then stays silent).
     """
 
-    __slots__ = ("source", "options", "project", "_tree", "_parse", "_parents", "_nodes", "_owners", "_by_types")
+    __slots__ = ("source", "options", "project", "_tree", "_parse", "_parents", "_nodes", "_owners", "_by_types",
+                 "_semantic")
 
     def __init__(self, source: SourceFile, tree: ast.Module | None = None,
                  options: dict[str, dict[str, Any]] | None = None, project: Any = None,
@@ -137,6 +139,7 @@ class FileContext:
         self._nodes: list[ast.AST] | None = None
         self._owners: list[ast.AST | None] | None = None
         self._by_types: dict[tuple[type, ...], list[ast.AST]] | None = None
+        self._semantic: SemanticModel | None = None
 
     @property
     def tree(self) -> ast.Module:
@@ -145,6 +148,14 @@ class FileContext:
         if tree is None:
             tree = self._tree = self._parse() if self._parse is not None else ast.parse(self.source.text)
         return tree
+
+    @property
+    def semantic(self) -> SemanticModel:
+        """The file's :class:`~hp_invariants.semantic.SemanticModel` (definitions, classes,
+        bindings, helper resolution), built on first use and shared by every rule."""
+        if self._semantic is None:
+            self._semantic = SemanticModel(self.tree)
+        return self._semantic
 
     @property
     def has_tree(self) -> bool:

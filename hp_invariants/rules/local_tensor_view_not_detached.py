@@ -313,7 +313,7 @@ class LocalTensorViewNotDetached(Rule):
         if not stores:
             return
         torch_aliases, imported, modules = _torch_imports(ctx.tree, ctx.nodes_of(ast.Import, ast.ImportFrom))
-        helpers = _Helpers(ctx.tree, attrs, nograd_names, torch_aliases, imported, modules)
+        helpers = _Helpers(ctx.semantic, attrs, nograd_names, torch_aliases, imported, modules)
         scopes: list[tuple[list[ast.stmt], bool, str | None]] = []
         for scope in stores:
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -815,9 +815,9 @@ class _Walker:
                 return self.view(expr, expr.attr, self.ev(expr.value, state, nograd), nograd)
             if self.helpers is not None and isinstance(expr.value, ast.Name) and expr.value.id in ("self", "cls") \
                     and self.owner is not None:
-                prop = self.helpers.member(self.owner, expr.attr, prop=True)
-                if prop is not None:
-                    return _Value(inline=_export(self.helpers.summary(*prop), expr, nograd))
+                found = self.helpers.summaries(self.helpers.member(self.owner, expr.attr, prop=True, dispatch=True))
+                if found is not None:
+                    return _Value(inline=_export(found, expr, nograd))
             if _grad_or_buffer_name(expr.attr):
                 return _Value(carried=_NONPARAM)  # p.grad, self.flat_buffer: not a parameter
             return _Value()
@@ -860,16 +860,18 @@ class _Walker:
                 return _Value(inline=frozenset({_Origin("coll", "", call, nograd, items=(items,), fixed=False)})
                               if items else _EMPTY)
             if self.helpers is not None and func.id not in state and func.id not in self.local_names:
-                target = self.helpers.function(func.id)
-                if target is not None:
-                    return _Value(inline=_export(self.helpers.summary(target, None), call, nograd))
+                found = self.helpers.summaries([(target, None) for target in self.helpers.function(func.id)])
+                if found is not None:
+                    return _Value(inline=_export(found, call, nograd))
         if (self.helpers is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id not in state):
-            owner = self.owner if func.value.id in ("self", "cls") else func.value.id
+            receiver_is_self = func.value.id in ("self", "cls")
+            owner = self.owner if receiver_is_self else func.value.id
             if owner is not None:
-                method = self.helpers.member(owner, func.attr, prop=False)
-                if method is not None:
-                    return _Value(inline=_export(self.helpers.summary(*method), call, nograd))
+                found = self.helpers.summaries(self.helpers.member(owner, func.attr, prop=False,
+                                                                   dispatch=receiver_is_self))
+                if found is not None:
+                    return _Value(inline=_export(found, call, nograd))
         if function_op is not None:
             if not call.args or isinstance(call.args[0], ast.Starred):
                 return _Value()
@@ -1057,60 +1059,49 @@ def _const_index(index: ast.AST) -> int | None:
     return None
 
 
-_PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 
 
 class _Helpers:
-    """The functions, methods and properties of one file, and what their calls return.
+    """The helpers of one file that a store's value may come from, and what their calls return.
 
+    Which ``def`` a call or a property read reaches is the semantic model's answer
+    (:class:`~hp_invariants.semantic.SemanticModel`: module functions, ``self.m(...)``/``cls.m(...)``
+    and ``self.<property>`` through the class's same-file MRO and the overrides of its same-file
+    subclasses, ``Cls.m(...)``); a resolution that is not complete (a base outside the file comes
+    first) gives nothing. Nested functions of the walked scope are the walker's own locals.
     ``summary(func, owner)`` walks a helper once (cached) and returns the origins of the values it
     returns or yields, in the helper's own terms; :func:`_export` turns them into origins at a call.
-    Only helpers of the same file are resolved: module functions by name, ``self.m(...)``,
-    ``cls.m(...)``, ``Cls.m(...)`` and ``self.<property>`` through the class and its bases defined in
-    the file, and functions nested in the walked scope. Built lazily: a file whose stores call no
-    helper pays nothing.
+    Built lazily: a file whose stores call no helper pays nothing.
     """
 
-    def __init__(self, tree: ast.Module, *config):
-        self.tree = tree
+    def __init__(self, model, *config):
+        self.model = model
         self.config = config
-        self._functions: dict[str, ast.AST | None] | None = None
-        self._classes: dict[str, ast.ClassDef | None] = {}
         self._summaries: dict[int, frozenset] = {}
         self._depth = 0
 
-    def _index(self) -> None:
-        self._functions = {}
-        for node in self.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self._functions[node.name] = None if node.name in self._functions else node
-            elif isinstance(node, ast.ClassDef):
-                self._classes[node.name] = None if node.name in self._classes else node
+    def function(self, name: str) -> list[ast.AST]:
+        """The module-level ``def`` statements ``name`` denotes (``[]`` when it is bound otherwise)."""
+        resolution = self.model.resolve_name(name, None)
+        return list(resolution.candidates) if resolution.complete else []
 
-    def function(self, name: str) -> ast.AST | None:
-        """The module-level function ``name`` of the file (``None`` if absent or defined twice)."""
-        if self._functions is None:
-            self._index()
-        return self._functions.get(name)
+    def member(self, owner: str, name: str, prop: bool, dispatch: bool) -> list[tuple[ast.AST, str]]:
+        """``(definition, its class name)`` of each method (or ``prop``: property getter) ``name`` that
+        a read on an instance of class ``owner`` of the file may run (``dispatch``: through ``self``,
+        so also the overrides of subclasses)."""
+        classes = self.model.classes(owner)
+        if len(classes) != 1:
+            return []
+        resolution = self.model.lookup(classes[0], name, prop, dispatch)
+        if not resolution.complete:
+            return []
+        return [(d, self.model.owner(d).name) for d in resolution.candidates if self.model.owner(d) is not None]
 
-    def member(self, owner: str, name: str, prop: bool) -> tuple[ast.AST, str] | None:
-        """``(definition, class name)`` of method (or ``prop``: property) ``name`` of class ``owner``."""
-        if self._functions is None:
-            self._index()
-        seen: set[str] = set()
-        queue = [owner]
-        while queue:
-            cls_name = queue.pop(0)
-            cls = self._classes.get(cls_name)
-            if cls is None or cls_name in seen:
-                continue
-            seen.add(cls_name)
-            for item in cls.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
-                    is_prop = any(last_name(d) in _PROPERTY_DECORATORS for d in item.decorator_list)
-                    return (item, cls_name) if is_prop == prop else None
-            queue.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
-        return None
+    def summaries(self, targets: list[tuple[ast.AST, str | None]]) -> frozenset | None:
+        """The union of :meth:`summary` over ``targets`` (``None`` when there are none)."""
+        if not targets:
+            return None
+        return frozenset().union(*(self.summary(func, owner) for func, owner in targets))
 
     def summary(self, func: ast.AST, owner: str | None) -> frozenset:
         """The origins of the values ``func`` returns (a ``coll`` of the yielded ones for a generator)."""

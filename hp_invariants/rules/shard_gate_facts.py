@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, dotted_name, last_name, walk_function_body
 from hp_invariants.project import LazyList, LazyMap, TextTable
 from hp_invariants.api import ProjectFacts
+from hp_invariants.semantic import is_property
 
 FACTS_VERSION = 5
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
@@ -39,7 +40,6 @@ FACTS_VERSION = 5
 UNKNOWN = ("?",)
 _OPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
 _FLIP = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
-_PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 _ABSTRACT = frozenset({"abstractmethod", "abstractproperty"})
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _BLOCKS = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
@@ -90,12 +90,6 @@ EMPTY = ((), (), frozenset())
 
 def _intern(name: str) -> str:
     return sys.intern(name)
-
-
-def is_property(func: ast.AST) -> bool:
-    """True for a function decorated with ``@property`` or ``@cached_property`` (any prefix)."""
-    return any(last_name(dec.func if isinstance(dec, ast.Call) else dec) in _PROPERTY_DECORATORS
-               for dec in func.decorator_list)
 
 
 def is_abstract(func: ast.AST) -> bool:

@@ -365,6 +365,7 @@ import weakref
 from hp_invariants.astutil import EXITS, FunctionNode, always_exits, dotted_name, last_name, walk_function_body, walk_nodes
 from hp_invariants.model import Applicability, Confidence, Edit
 from hp_invariants.api import Option, Rule
+from hp_invariants.semantic import SemanticModel
 from hp_invariants.rules import shard_gate_facts as facts
 from hp_invariants.rules.shard_gate_facts import ShardGateFacts, ShardGateIndex, mesh_receiver
 
@@ -392,7 +393,6 @@ DEFAULT_DEGREES = (
     r"(tp|cp|pp|ep|etp|sp|dp_replicate|replicate|tensor|context|pipeline|expert)_mesh\.size",
 )
 
-_PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 _SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _EXITS = EXITS
 _MAX_DEPTH = 6
@@ -419,28 +419,9 @@ class Gate:
 
 @dataclass
 class _FileInfo:
-    """Per-file caches: functions by name, and name assignments per scope."""
+    """Per-file caches: name assignments per scope."""
 
-    defs: dict[str, list[ast.AST]] = field(default_factory=dict)
     scopes: dict[int, dict[str, list[ast.AST | None]]] = field(default_factory=dict)
-
-
-def _is_property(func: ast.AST) -> bool:
-    return any(
-        last_name(dec.func if isinstance(dec, ast.Call) else dec) in _PROPERTY_DECORATORS
-        for dec in func.decorator_list
-    )
-
-
-def _returns(func: ast.AST) -> list[ast.AST | None]:
-    """Return the values of the ``return`` statements of ``func`` (``None`` for a bare return)."""
-    values: list[ast.AST | None] = []
-    for node in walk_function_body(func):
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return []
-        if isinstance(node, ast.Return):
-            values.append(node.value)
-    return values
 
 
 def _patterns(values) -> list[re.Pattern]:
@@ -589,14 +570,11 @@ class _Analyzer:
         self.quantities = _patterns(ctx.option(rule, "shard-degree-quantities"))
         self.degrees = _patterns(ctx.option(rule, "parallel-degree-quantities"))
         self.info = _FileInfo()
-        for node in ctx.nodes_of(*FunctionNode):  # ast.walk order
-            self.info.defs.setdefault(node.name, []).append(node)
         self.index = index
         number = index.file_index(ctx.path) if index is not None else None
         self.file_no = -1 if number is None else number
         self._local: _LocalFacts | None = None
         self._class_names: frozenset[str] | None = None
-        self._alias_names: dict[str, str | None] | None = None
         self._must_run: dict[str, str] | None = None
 
     # ------------------------------------------------------------------ names
@@ -937,7 +915,7 @@ class _Analyzer:
         """The name that a call of ``name`` calls, through this file's aliases (followed in chains;
         see :meth:`_aliases`); ``None`` when an alias is bound to anything but a name (a ``lambda``,
         ``functools.partial(...)``), or the chain does not end."""
-        aliases = self._aliases()
+        aliases = self.ctx.semantic.aliases()
         seen = {name}
         while name in aliases:
             name = aliases[name]  # type: ignore[assignment]
@@ -966,39 +944,21 @@ class _Analyzer:
             self._class_names = frozenset(names)
         return self._class_names
 
-    def _aliases(self) -> dict[str, str | None]:
-        """Names bound anywhere in this file (module level, functions, ``try`` blocks: where a call
-        reads them is not tracked) to another name: ``from m import f as g``, ``g = f``, ``g =
-        m.f``; ``None``: bound to anything else (a ``lambda``, ``functools.partial(f)``, a call).
-        A name bound more than once keeps the binding that says least (``None`` wins)."""
-        if self._alias_names is None:
-            aliases: dict[str, str | None] = {}
-
-            def bind(name: str, target: str | None) -> None:
-                if name != target:
-                    aliases[name] = None if name in aliases and aliases[name] != target else target
-
-            for node in self.ctx.nodes_of(ast.ImportFrom, ast.Assign):
-                if node.__class__ is ast.ImportFrom:
-                    for alias in node.names:
-                        if alias.asname:
-                            bind(alias.asname, alias.name)
-                elif len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
-                    value = node.value
-                    bind(node.targets[0].id, last_name(value) if value.__class__ in (ast.Name, ast.Attribute) else None)
-            self._alias_names = aliases
-        return self._alias_names
-
-    def _definitions(self, expr: ast.AST) -> tuple[list[ast.AST], str]:
-        """Same-file properties (attribute read) or functions (call) that ``expr`` evaluates."""
+    def _definitions(self, expr: ast.AST, scope: ast.AST) -> tuple[list[ast.AST], str]:
+        """The ``def`` statements of this file that ``expr`` runs: the property getters an attribute
+        read runs, or the functions a call runs, by the semantic model's resolution (incomplete ones
+        included: a gate may live anywhere; what no ``def`` of this file answers is looked up in the
+        project facts by :meth:`_project_degree`)."""
+        model = self.ctx.semantic
+        where = scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else None
         if isinstance(expr, ast.Attribute):
-            defs = self.info.defs.get(expr.attr, [])
-            if defs and all(_is_property(d) for d in defs):
-                return defs, "property"
+            found = model.resolve_attribute(expr, where).candidates
+            if found:
+                return list(found), "property"
         elif isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Name, ast.Attribute)):
-            defs = self.info.defs.get(last_name(expr.func), [])
-            if defs and not any(_is_property(d) for d in defs):
-                return defs, "function"
+            found = model.resolve_call(expr, where).candidates
+            if found:
+                return list(found), "function"
         return [], ""
 
     def requires(self, expr: ast.AST, truth: bool, scope: ast.AST, depth: int = 0) -> Gate | None:
@@ -1045,11 +1005,11 @@ class _Analyzer:
                 if inner:
                     return Gate(expr, f"{expr.id} (= {inner.text})", "alias", inner.drop_unsafe, inner.shard)
             return None
-        defs, kind = self._definitions(expr)
+        defs, kind = self._definitions(expr, scope)
         if defs:
             inner_gates = []
             for func in defs:
-                values = _returns(func)
+                values = SemanticModel.returns(func)
                 if not values or any(v is None for v in values):
                     return None
                 gates = [self.degree(v, truth, func, depth + 1) for v in values]
@@ -1094,7 +1054,7 @@ class _Analyzer:
         if isinstance(expr, ast.Name):
             value = self.alias_value(expr, scope)
             return value is not None and self.is_pure(value, scope, depth + 1)
-        defs, _ = self._definitions(expr)
+        defs, _ = self._definitions(expr, scope)
         if not defs:
             if isinstance(expr, ast.Attribute):
                 values = self.attribute_values(expr.attr) if not self.functions_named(expr.attr) else None
@@ -1106,7 +1066,7 @@ class _Analyzer:
                 return bool(values) and all(self.encoded_pure(v, depth + 1) for v in values)
             return False
         for func in defs:
-            values = _returns(func)
+            values = SemanticModel.returns(func)
             if not values or not all(v is not None and self.is_pure(v, func, depth + 1) for v in values):
                 return False
         return True
@@ -1170,7 +1130,7 @@ class _Analyzer:
             return self.pure(expr.value)
         if isinstance(expr, ast.Call):
             func = expr.func
-            if last_name(func) not in _PURE_CALLS or self.info.defs.get(last_name(func)):
+            if last_name(func) not in _PURE_CALLS or self.ctx.semantic.definitions(last_name(func)):
                 return False
             receiver_ok = self.pure(func.value) if isinstance(func, ast.Attribute) else isinstance(func, ast.Name)
             return receiver_ok and self.call_args_pure(expr)

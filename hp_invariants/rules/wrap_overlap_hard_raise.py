@@ -335,10 +335,6 @@ class _FileChecker:
         self.wrappers = [re.compile(p) for p in ctx.option(rule, "wrapper-classes")]
         self.reported: set[int] = set()
         self._helpers: dict[int, bool] = {}
-        self._functions: dict[str, list[ast.AST]] = {}
-        self._methods: dict[str, dict[str, list[ast.AST]]] = {}
-        self._method_owners: dict[str, int] = {}
-        self._indexed = False
         self._aliases: dict[int, dict[str, tuple[str, ast.Call, bool]]] = {}
         self._loops: list[tuple[ast.AST, ast.AST, Walk]] = []  # every walk loop: (scope, loop, walk)
         self._learned_markers: dict[int, frozenset] = {}
@@ -348,23 +344,9 @@ class _FileChecker:
         self._text_gates: dict[tuple[str, str], bool] = {}
         self._walk_receivers: frozenset | None = None
         self._defined: dict[str, bool] = {}  # name -> the text has `def name(`
-        self._owners: dict[int, str | None] = {}  # function -> the class it is a method of
         self._learned_wrappers: dict[str, bool] = {}
 
-    # ------------------------------------------------------------------ helper index
-    def _index(self) -> None:
-        self._indexed = True
-        for node in self.ctx.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self._functions.setdefault(node.name, []).append(node)
-        for node, _ in _statements(self.ctx.tree.body, enter_scopes=True):
-            if isinstance(node, ast.ClassDef):
-                table = self._methods.setdefault(node.name, {})
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        table.setdefault(item.name, []).append(item)
-                        self._method_owners[item.name] = self._method_owners.get(item.name, 0) + 1
-
+    # ------------------------------------------------------------------ helpers of the file
     def _always_raises_func(self, func: ast.AST, depth: int = 0) -> bool:
         """True if calling ``func`` raises on every path (no return, no yield, ends in a raise)."""
         key = id(func)
@@ -394,55 +376,33 @@ class _FileChecker:
             return self._block_raises(last.body, depth) and self._block_raises(last.orelse, depth)
         if isinstance(last, (ast.With, ast.AsyncWith)):
             return self._block_raises(last.body, depth)
-        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
-            target = self._helper_target(last.value, None)
-            return target is not None and self._always_raises_func(target, depth + 1)
+        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and depth < 8:
+            return self._always_raising_call(last.value, None, depth + 1)
         return False
 
     def _helper_target(self, call: ast.Call, func: ast.AST | None) -> ast.AST | None:
-        """Resolve ``helper(...)``, ``self.m(...)``/``cls.m(...)`` or ``Cls.m(...)`` to one definition."""
-        callee = call.func
-        name = last_name(callee)
+        """The one ``def`` a call in ``func`` reaches (``helper(...)``, a helper nested in ``func``,
+        ``self.m(...)``/``cls.m(...)``, ``Cls.m(...)``), by the semantic model's resolution
+        (:meth:`~hp_invariants.semantic.SemanticModel.resolve_call`); ``None`` when it is not one
+        definition of the file for certain (an override in a subclass, a base outside the file)."""
+        name = last_name(call.func)
         if name is None:
             return None
         defined = self._defined.get(name)
-        if defined is None:  # a cheap text gate before indexing the file's functions
+        if defined is None:  # a cheap text gate before the file's definitions are indexed
             defined = self._defined[name] = f"def {name}(" in self.ctx.source.text
         if not defined:
             return None
-        if not self._indexed:
-            self._index()
-        if isinstance(callee, ast.Name):
-            if func is not None:  # a helper nested in the enclosing function
-                nested = [n for n in func.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                          and n.name == callee.id]
-                if len(nested) == 1:
-                    return nested[0]
-            defs = self._functions.get(callee.id, [])
-            return defs[0] if len(defs) == 1 else None
-        if isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Name):
-            owner = callee.value.id
-            if owner in {"self", "cls"}:
-                cls = self._enclosing_class(func) if func is not None else None
-                if cls is None:
-                    return None
-            else:
-                cls = owner
-            defs = self._methods.get(cls, {}).get(callee.attr, [])
-            # Another class of the file defining the same name may be an override: stay silent.
-            if len(defs) == 1 and self._method_owners.get(callee.attr, 0) == 1:
-                return defs[0]
-        return None
+        return self.ctx.semantic.resolve_call(call, func).single
 
-    def _enclosing_class(self, func: ast.AST) -> str | None:
-        if id(func) in self._owners:
-            return self._owners[id(func)]
-        for anc in self.ctx.ancestors(func):
-            if isinstance(anc, ast.ClassDef):
-                return anc.name
-            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                return None
-        return None
+    def _always_raising_call(self, call: ast.Call, func: ast.AST | None, depth: int = 0) -> bool:
+        """True when every ``def`` the call may reach always raises (see :meth:`_always_raises_func`)."""
+        name = last_name(call.func)
+        if name is None or f"def {name}(" not in self.ctx.source.text:
+            return False
+        resolution = self.ctx.semantic.resolve_call(call, func)
+        return resolution.complete and bool(resolution.candidates) and all(
+            target is not func and self._always_raises_func(target, depth) for target in resolution.candidates)
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Iterator[Finding]:
@@ -461,14 +421,12 @@ class _FileChecker:
             else:
                 yield from self._check_any_form(scope, node)
 
-    def _collect(self, scope: ast.AST, body: Sequence[ast.stmt],
-                 cls: str | None = None) -> Iterator[tuple[ast.AST, ast.AST, Walk | None]]:
+    def _collect(self, scope: ast.AST, body: Sequence[ast.stmt]) -> Iterator[tuple[ast.AST, ast.AST, Walk | None]]:
         for node, _ in _statements(body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self._owners[id(node)] = cls  # the class of a method (no parent links needed)
                 yield from self._collect(node, node.body)
             elif isinstance(node, ast.ClassDef):
-                yield from self._collect(scope, node.body, node.name)
+                yield from self._collect(scope, node.body)
             elif isinstance(node, (ast.For, ast.AsyncFor)):
                 walk = self._walk_of(node.target, node.iter, scope, node.body)
                 if walk is None and isinstance(node.iter, ast.Name) and isinstance(node.target, ast.Name):
@@ -1079,8 +1037,7 @@ class _FileChecker:
                 if not self._reraise(stmt):
                     yield stmt, False
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-                target = self._helper_target(stmt.value, func)
-                if target is not None and target is not func and self._always_raises_func(target):
+                if self._always_raising_call(stmt.value, func):
                     yield stmt, True
             elif isinstance(stmt, ast.If):
                 yield from self._raising_statements(stmt.body, func)
