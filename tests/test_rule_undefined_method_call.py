@@ -101,6 +101,9 @@ def test_annotated_receiver_is_inference(tmp_path):
 
         def f(tok: Tok):
             return tok.decode()
+
+
+        Tok()
         """})
     (finding,) = _check(root / "m.py").findings
     assert finding.confidence is Confidence.INFERENCE
@@ -412,7 +415,8 @@ def test_summary_records_uses_and_foreign_stores_as_plain_data(tmp_path):
                 module.checkpoint_fn = print
             text.speak = print
             local = Sparse()
-            local.extra = 1
+            local.extra = print
+            local.count = 1
             helpers.flag = True
             return isinstance(model, Sparse)
         """))
@@ -424,6 +428,8 @@ def test_summary_records_uses_and_foreign_stores_as_plain_data(tmp_path):
     assert ("pkg.models.Dense", "speak") in summary.stores and ("pkg.models.Sparse", "extra") in summary.stores
     assert ("pkg.models.Dense", "weight") in summary.stores  # self.child built by Dense()
     assert not any(attr == "flag" for _, attr in summary.stores)  # a module attribute, not an instance
+    assert not any(attr == "count" for _, attr in summary.stores)  # data: it defines no method
+    assert {"flag", "count", "extra", "checkpoint_fn"} <= summary.flag_sets  # may switch a flag on
     assert all(isinstance(v, (tuple, frozenset)) for v in (summary.constructed, summary.stores, summary.patched))
 
 
@@ -590,6 +596,11 @@ def test_decorator_adds_finds_each_shape_and_nothing_else():
                 "        return cls\n    return apply\n") == {"x"}
     assert adds("def d(cls):\n    other.run = 1\n    cls.__init__ = g\n    return cls.make(x=cls.y)\n") == set()
     assert adds("def d(cls):\n    return [c.name for c in cls.parts]\n") == set()
+    # a decorator that builds a class with other bases in place of the one it was given
+    assert adds("def d(cls):\n    return type(cls.__name__, (cls, Extra), {})\n") == {"*"}
+    assert adds("def d(cls):\n    class Wrapped(cls):\n        pass\n    return Wrapped\n") == {"*"}
+    assert adds("def d(cls):\n    cls.__bases__ = (Extra,) + cls.__bases__\n    return cls\n") == {"*"}
+    assert adds("def d(cls):\n    class Helper:\n        pass\n    REG[cls] = Helper\n    return cls\n") == set()
 
 
 def test_class_decorator_patches_skip_only_functions_without_a_mark():

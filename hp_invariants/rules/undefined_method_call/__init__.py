@@ -582,12 +582,50 @@ class _State:
                     return True
         return False
 
+    # ------------------------------------------------------------------ reachability
+    def unreachable(self, anchor: ast.AST, method: ast.AST, receiver: str, key: ClassKey, hier: Hierarchy,
+                    name: str) -> bool:
+        """True when the use at ``anchor`` runs only under a flag of the receiver that no instance
+        lacking ``name`` can have on: a condition around it (``if self.flag and ...``, ``x if
+        self.flag else y``, ``self.flag and self.m()``) needs ``self.<flag>`` truthy, while every
+        assignment of the flag in the class and its ancestors is a falsy constant (``self.flag =
+        False``: no parameter, no other value), no framework base has it, nothing in the project
+        switches it on from outside (``module.flag = True``, ``setattr``: see
+        :meth:`ClassIndex.flag_sets`), and every project subclass that may switch it on defines
+        ``name`` itself. The branch is dead on the class's own instances: reaching it needs a
+        configuration the code base never makes (gradient-checkpointing branches copied into a port
+        whose flag is only ever ``False``)."""
+        for flag in _required_flags(self.ctx, anchor, method, receiver):
+            if self.flag_never_on(key, hier, flag, name):
+                return True
+        return False
+
+    def flag_never_on(self, key: ClassKey, hier: Hierarchy, flag: str, name: str) -> bool:
+        """See :meth:`unreachable`."""
+        if flag not in hier.members or flag == name or self.view.flag_set(flag):
+            return False
+        if any(flag in self.view.catalog[c].members for c in hier.catalog if c in self.view.catalog):
+            return False
+        for k in (key, *hier.ancestors):
+            summary = self.view.summary(k)
+            if summary is None:
+                return False
+            if flag in summary.members and flag not in summary.falsy:
+                return False
+        for sub in self.view.possible_subclasses(key):
+            summary = self.view.summary(sub)
+            if summary is None or (flag in summary.members and flag not in summary.falsy):
+                sub_hier = self.view.hierarchy(sub)
+                if name not in sub_hier.members or sub_hier.unknown or sub_hier.dynamic:
+                    return False
+        return True
+
     # ------------------------------------------------------------------ guards
     def guarded(self, call: ast.Call, func: ast.AST, receiver: str, name: str, guards: set) -> bool:
         """hasattr/getattr on (receiver, name) in ``func``; try/except AttributeError; isinstance if."""
         if (receiver, name) in guards or ("self", name) in guards and receiver == "super()":
             return True
-        root = receiver.split(".")[0].replace("super()", "self")
+        root = receiver.replace("super()", "self")
         child: ast.AST = call
         for anc in self.ctx.ancestors(call):
             if isinstance(anc, ast.Try) and any(child is stmt for stmt in anc.body):
@@ -629,12 +667,25 @@ class _State:
 
     # ------------------------------------------------------------------ findings
     def report(self, node: ast.Attribute, class_label: str, name: str, members: Iterable[str],
-               confidence: Confidence, fix=None) -> Finding:
+               confidence: Confidence, fix=None, evidence: str = "") -> Finding:
+        """The finding at ``node``; its message names close members and states ``evidence`` (what
+        was resolved where and what was ruled out: see :meth:`evidence`)."""
         import difflib  # noqa: PLC0415 - only when there is something to report
 
         close = difflib.get_close_matches(name, sorted(m for m in members if not m.startswith("__")), n=3, cutoff=0.6)
         hint = ("; did you mean " + ", ".join(f"'{c}'" for c in close) + "?") if close else ""
+        if evidence:
+            hint += f" [{evidence}]"
         return self.ctx.finding(self.rule, node, args=(class_label, name, hint), confidence=confidence, fix=fix)
+
+    def evidence(self, key: ClassKey, built: bool) -> str:
+        """What a finding on an instance of ``key`` rests on: its MRO resolved through the project and
+        the framework catalog, whether the project builds the class (closed world: HIGH) or only
+        may (a class reaching a complete framework base, built by name or by a registry: INFERENCE),
+        and the dynamic features ruled out."""
+        how = "built in the project" if built else "not built by name in the project (a registry may build it)"
+        return (f"MRO {self.view.mro_evidence(key)}; {how}; ruled out: __getattr__, computed setattr, "
+                f"member-adding decorators and metaclasses, stores of the name elsewhere")
 
     # ------------------------------------------------------------------ self / cls / super / self.attr
     def check_class(self, key: ClassKey, class_node: ast.ClassDef) -> Iterator[Finding]:
@@ -673,9 +724,13 @@ class _State:
                         continue
                     if self.open_class(key, hier) and self.subclass_provides(key, name):
                         continue
+                    if self.unreachable(anchor, method, receiver, key, hier, name):
+                        continue
                     fix = self.accessor_fix(key, hier, class_node, name) \
                         if kind == "self" and anchor.__class__ is ast.Call and anchor.func is func else None
-                    yield self.report(func, simple, name, hier.members, Confidence.HIGH, fix)
+                    built = self.used(key, hier)
+                    yield self.report(func, simple, name, hier.members,
+                                      Confidence.HIGH if built else Confidence.INFERENCE, fix, self.evidence(key, built))
                 elif _is_super(value, class_node.name, receiver) and ok:
                     if name in hier.inherited or self.guarded(anchor, method, "super()", name, scan.guards):
                         continue
@@ -685,7 +740,9 @@ class _State:
                         continue
                     if self.open_class(key, hier) and not self.view.possible_subclasses(key):
                         continue  # combined with other bases outside the project (type(...), users)
-                    yield self.report(func, f"super({simple})", name, hier.inherited, Confidence.HIGH)
+                    built = self.used(key, hier)
+                    yield self.report(func, f"super({simple})", name, hier.inherited,
+                                      Confidence.HIGH if built else Confidence.INFERENCE, evidence=self.evidence(key, built))
                 elif kind == "self" and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                         and value.value.id == receiver:
                     if attr_classes is None:
@@ -698,7 +755,9 @@ class _State:
                         continue
                     if self.guarded(anchor, method, f"{receiver}.{value.attr}", name, scan.guards):
                         continue
-                    yield self.report(func, target[1].rsplit(".", 1)[-1], name, target_hier.members, Confidence.HIGH)
+                    yield self.report(func, target[1].rsplit(".", 1)[-1], name, target_hier.members, Confidence.HIGH,
+                                      evidence=f"self.{value.attr} is built in __init__ by {target[1]}; "
+                                               + self.evidence(target, True))
 
     def annotates_self(self, annotation: ast.AST, key: ClassKey) -> bool:
         """True when a first parameter's annotation names the class itself, ``Self`` or ``type``."""
@@ -756,6 +815,8 @@ class _State:
         class); not a parameter whose type the function inspects (``isinstance(p, C)``: the
         annotation is narrowed or contradicted there)."""
         for func in functions:
+            if not all(_passes_arguments(d) for d in func.decorator_list):
+                continue  # a wrapper may call it with anything: the annotations are not what it gets
             params = func.args.posonlyargs + func.args.args + func.args.kwonlyargs
             typed: dict[str, ClassKey] = {}
             receiver_scanned = func in self.scans  # its first parameter is the instance (check_class)
@@ -786,9 +847,14 @@ class _State:
                 hier = self.view.hierarchy(key)
                 if not self.checkable(key, hier) or self.defined(key, hier, name):
                     continue
-                if self.subclass_provides(key, name, outside=False) or self.guarded(call, func, value.id, name, scan.guards):
+                # an open class (abstract, a mixin, a base nobody builds) is completed by subclasses, maybe
+                # outside the project (companion packages, users): those are the instances passed
+                if self.subclass_provides(key, name, outside=self.open_class(key, hier)) \
+                        or self.guarded(call, func, value.id, name, scan.guards):
                     continue
-                yield self.report(call.func, key[1].rsplit(".", 1)[-1], name, hier.members, Confidence.INFERENCE)
+                yield self.report(call.func, key[1].rsplit(".", 1)[-1], name, hier.members, Confidence.INFERENCE,
+                                  evidence=f"parameter '{value.id}' annotated {key[1].rsplit('.', 1)[-1]} (a subclass "
+                                           f"instance may be passed); " + self.evidence(key, self.used(key, hier)))
 
     # ------------------------------------------------------------------ locals bound to framework wrappers
     def check_wrapped(self, functions: list) -> Iterator[Finding]:
@@ -826,7 +892,9 @@ class _State:
                     continue
                 if self.view.stored_on_catalog(entry, name):
                     continue
-                yield self.report(call.func, entry.qualname.rsplit(".", 1)[-1], name, entry.members, Confidence.HIGH)
+                yield self.report(call.func, entry.qualname.rsplit(".", 1)[-1], name, entry.members, Confidence.HIGH,
+                                  evidence=f"'{value.id}' is bound once to {entry.qualname} (catalog), which forwards "
+                                           f"no attribute to the wrapped module")
 
     # ------------------------------------------------------------------ the accessor fix
     def accessor_fix(self, key: ClassKey, hier: Hierarchy, class_node: ast.ClassDef, name: str):
@@ -1127,6 +1195,65 @@ def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None
         isinstance(second, ast.Name) and second.id == receiver
 
 
+def _required_flags(ctx, anchor: ast.AST, method: ast.AST, receiver: str) -> list[str]:
+    """The attributes of ``receiver`` that must be truthy for ``anchor`` to run: the conditions of
+    the ``if``/``while``/conditional expression branches and ``and``/``or`` operands around it,
+    up to ``method`` (``if not self.flag: ... else: <anchor>`` counts; an early ``return`` does not)."""
+    flags: list[str] = []
+    child: ast.AST = anchor
+    for anc in ctx.ancestors(anchor):
+        kind = anc.__class__
+        if kind is ast.If or kind is ast.While:
+            if any(child is stmt for stmt in anc.body):
+                _flags_of(anc.test, True, receiver, flags)
+            elif kind is ast.If and any(child is stmt for stmt in anc.orelse):
+                _flags_of(anc.test, False, receiver, flags)
+        elif kind is ast.IfExp:
+            if child is anc.body:
+                _flags_of(anc.test, True, receiver, flags)
+            elif child is anc.orelse:
+                _flags_of(anc.test, False, receiver, flags)
+        elif kind is ast.BoolOp and child in anc.values:
+            for earlier in anc.values[: anc.values.index(child)]:
+                _flags_of(earlier, anc.op.__class__ is ast.And, receiver, flags)
+        if anc is method:
+            break
+        child = anc
+    return flags
+
+
+def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list[str]) -> None:
+    """Append to ``out`` each ``receiver.<flag>`` that ``test`` being ``truth`` requires truthy."""
+    kind = test.__class__
+    if kind is ast.UnaryOp and test.op.__class__ is ast.Not:
+        _flags_of(test.operand, not truth, receiver, out)
+    elif kind is ast.BoolOp:
+        if (test.op.__class__ is ast.And) == truth:  # a and b true / a or b false: each operand alike
+            for value in test.values:
+                _flags_of(value, truth, receiver, out)
+    elif truth and kind is ast.Attribute and test.value.__class__ is ast.Name and test.value.id == receiver:
+        out.append(test.attr)
+
+
+ARGUMENT_PRESERVING = frozenset({
+    "staticmethod", "classmethod", "abstractmethod", "property", "cached_property", "overload", "override",
+    "final", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "lru_cache", "cache", "wraps",
+    "contextmanager", "asynccontextmanager", "compile", "script", "ignore", "unused", "export", "jit",
+    "deprecated", "wrap", "register", "register_module", "setter", "getter", "deleter",
+})
+"""Decorators (last name) that call the function with its caller's arguments (or register it):
+a parameter's annotation still says what it receives. Any other decorator (a framework's
+``@hydra_runner``, ``@click.command``) may call it with objects of its own choosing (an OmegaConf
+``DictConfig`` where the annotation names a dataclass schema)."""
+
+
+def _passes_arguments(decorator: ast.AST) -> bool:
+    """True for a decorator of :data:`ARGUMENT_PRESERVING` (called or not)."""
+    name = dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
+    last = name.rsplit(".", 1)[-1]
+    return last in ARGUMENT_PRESERVING or last.startswith("register")
+
+
 def _handler_names(node: ast.AST) -> set[str]:
     if isinstance(node, ast.Tuple):
         return {n for elt in node.elts for n in _handler_names(elt)}
@@ -1134,13 +1261,15 @@ def _handler_names(node: ast.AST) -> set[str]:
     return {name.rsplit(".", 1)[-1]} if name else set()
 
 
-def _test_inspects(test: ast.AST, root: str) -> bool:
-    """True when ``test`` calls isinstance/issubclass/type/hasattr/getattr/callable on ``root``."""
+def _test_inspects(test: ast.AST, receiver: str) -> bool:
+    """True when ``test`` calls isinstance/issubclass/type/hasattr/getattr/callable on the receiver
+    (``self.child`` for ``self.child.m()``) or on an object it is an attribute of (``self`` guards
+    ``self.child``); a test of ``self.child`` does not guard a call on ``self``."""
     for node in ast.walk(test):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in GUARD_CALLS \
                 and node.args:
-            arg = dotted_name(node.args[0]) or ""
-            if arg.split(".")[0] == root or _is_super(node.args[0]):
+            arg = "self" if _is_super(node.args[0]) else dotted_name(node.args[0]) or ""
+            if arg and (receiver == arg or receiver.startswith(arg + ".")):
                 return True
     return False
 

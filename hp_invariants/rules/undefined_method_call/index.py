@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
+                                   walk_function_body,
                                    string_value, walk_nodes)
 from hp_invariants.project import LazyList, LazyMap, TextTable
 from hp_invariants.api import ProjectFacts
@@ -74,6 +75,12 @@ class ClassSummary(NamedTuple):
     on the first parameter of its methods (``self.m``, ``getattr(self, "m")``); ``super_used``:
     names read on ``super()``; ``attr_uses``: ``(qualified constructor, name)`` for ``self.a.name``
     where ``__init__`` assigns ``self.a`` from that constructor call.
+
+    ``falsy``: the members that every assignment of the class sets to a falsy constant (``False``,
+    ``None``, ``0``, ``""``, an empty display): class-body ``flag = False`` and ``self.flag = False``
+    in its methods, nothing else (an annotated class-body field may be set by a generated
+    constructor, a parameter or any other value may be truthy). A branch that needs such a flag
+    truthy is not reached on the class's own instances (see ``UndefinedMethodCall``).
     """
 
     qualname: str
@@ -88,6 +95,7 @@ class ClassSummary(NamedTuple):
     used: frozenset[str] = frozenset()
     super_used: frozenset[str] = frozenset()
     attr_uses: tuple[tuple[str, str], ...] = ()
+    falsy: frozenset[str] = frozenset()
 
 
 class FileSummary(NamedTuple):
@@ -118,7 +126,14 @@ class FileSummary(NamedTuple):
     may be an instance of any class). Computed names on unknown receivers are not recorded.
     ``param_calls``: ``(qualified annotation, name)`` for each call ``p.name(...)`` where a parameter
     ``p`` of some function of the file is annotated with a class name (a superset of what E9503's
-    check of annotated parameters asks about; see :class:`ClassSummary`).
+    check of annotated parameters asks about; see :class:`ClassSummary`). ``flag_sets``: attribute
+    names stored on any receiver other than a method's own ``self``/``cls`` (``module.flag = enable``,
+    ``self.child.flag = True``, ``setattr(m, "flag", v)``) with a value that is not a falsy
+    constant: they may switch a flag on in instances of any class. ``swapped``: qualified names of
+    the classes assigned to an object's ``__class__`` (``obj.__class__ = C``): C's instances then
+    carry what the original object held, members C does not define.
+    ``stores`` leaves out stores of values that cannot be called (a literal, a container display, a
+    comprehension, an f-string, a comparison): they define data, not a method E9503 could miss.
     """
 
     module: str
@@ -130,6 +145,8 @@ class FileSummary(NamedTuple):
     patched: tuple[tuple[str, str], ...]
     stores: tuple[tuple[str, str], ...] = ()
     param_calls: tuple[tuple[str, str], ...] = ()
+    flag_sets: frozenset[str] = frozenset()
+    swapped: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------- module names
@@ -332,7 +349,8 @@ class _Summarizer:
         return ClassSummary(_intern(qual), node.lineno, bases, _intern(metaclass),
                             frozenset(_intern(m) for m in members), dynamic, abstract, decorators,
                             frozenset(_intern(m) for m in abstracts), frozenset(map(_intern, seen.names)),
-                            frozenset(map(_intern, seen.supers)), tuple(sorted(attr_uses)))
+                            frozenset(map(_intern, seen.supers)), tuple(sorted(attr_uses)),
+                            frozenset(map(_intern, seen.falsy_only())))
 
     def run(self, tree: ast.Module) -> FileSummary:
         self.module_scope(tree.body, "", in_function=False)
@@ -352,12 +370,18 @@ class _Summarizer:
         marks: list[tuple[int, str]] = []  # (line, name) of what a class decorator's assignments need
         first_params: set[str] = set()  # the first parameter of every function and lambda (see decorator_adds)
         name_calls: set[tuple[str, str]] = set()  # (receiver name, method) of each call name.method(...)
+        flag_sets: set[str] = set()
+        swapped: set[str] = set()
+        inert: set[int] = set()  # store targets of a value that is not callable (not a method definition)
+        falsy: set[int] = set()  # store targets of a falsy constant (switch no flag on)
 
         Name, Attribute, Call, Load, Store = ast.Name, ast.Attribute, ast.Call, ast.Load, ast.Store
         Assign, Arg, Return, IfExp, Dict = ast.Assign, ast.arg, ast.Return, ast.IfExp, ast.Dict
         sequences = (ast.Tuple, ast.List, ast.Set)
         Arguments = ast.arguments
-        handled = frozenset({Assign, Arg, Return, IfExp, Dict, ast.Subscript, Arguments, *sequences})
+        AnnAssign = ast.AnnAssign
+        handled = frozenset({Assign, Arg, Return, IfExp, Dict, ast.Subscript, Arguments, AnnAssign, ast.ClassDef,
+                             *sequences})
 
         def simple_class_name(expr: ast.AST) -> str | None:  # a capitalized or local class name, else None
             kind = expr.__class__
@@ -401,6 +425,10 @@ class _Summarizer:
                         if simple_class_name(kw.value) is not None:
                             use(kw.value)
                 if is_setattr(func) and len(node.args) >= 2:
+                    attr_name = string_value(node.args[1])
+                    if attr_name and not (node.args[0].__class__ is Name and node.args[0].id in ("self", "cls")) \
+                            and not (len(node.args) >= 3 and _falsy_constant(node.args[2])):
+                        flag_sets.add(attr_name)
                     owner = dotted_name(node.args[0])
                     if not owner or owner.split(".")[0] not in ("self", "cls"):
                         attr = string_value(node.args[1])
@@ -408,7 +436,8 @@ class _Summarizer:
                         if qual != UNKNOWN:
                             # a computed name (setattr(Cls, f"_{op}", fn) in a loop) makes the class dynamic
                             patched.add((_intern(qual), _intern(attr if attr else "*")))
-                        elif attr:  # on an instance of unknown class (computed names: not counted)
+                        elif attr and not (len(node.args) >= 3 and _not_callable(node.args[2])):
+                            # on an instance of unknown class (computed names and data: not counted)
                             target = node.args[0]
                             if target.__class__ is ast.Name:
                                 receivers.append((target.id, attr))
@@ -422,9 +451,14 @@ class _Summarizer:
                     continue
                 if value.__class__ is Name:
                     marks.append((node.lineno, value.id))
+                if id(node) not in falsy and not (value.__class__ is Name and value.id in ("self", "cls")) \
+                        and not (node.attr.startswith("__") and node.attr.endswith("__")):
+                    flag_sets.add(node.attr)
                 owner = dotted_name(value)
                 if owner and owner.split(".")[0] in ("self", "cls"):
                     continue  # the class's own members (see class_members)
+                if id(node) in inert and not (owner and owner[:1].isupper()) or node.attr == "__class__":
+                    continue  # data stored on an object (x.count = 0): it defines no method; see swapped
                 qual = qualify(value, imports) if owner else UNKNOWN
                 if qual != UNKNOWN:
                     patched.add((_intern(qual), _intern(node.attr)))
@@ -434,9 +468,22 @@ class _Summarizer:
                     stores.add(("", _intern(node.attr)))
             elif kind not in handled:  # Constant, keyword, Expr, BinOp ...: nothing to record
                 continue
-            elif kind is Assign:
+            elif kind is Assign or kind is AnnAssign:
                 value = node.value
-                targets = node.targets
+                targets = node.targets if kind is Assign else [node.target]
+                if value is not None:
+                    for target in targets:
+                        if target.__class__ is Attribute:
+                            if _falsy_constant(value):
+                                falsy.add(id(target))
+                            if _not_callable(value):
+                                inert.add(id(target))
+                            if target.attr == "__class__":
+                                swapped_class = qualify(value, imports)
+                                if swapped_class != UNKNOWN:
+                                    swapped.add(_intern(swapped_class))
+                if kind is AnnAssign:
+                    continue
                 if len(targets) == 1 and targets[0].__class__ is ast.Name and value.__class__ is ast.Call and (
                         # qualify's last component is the attribute's, or the imported/builtin name's:
                         # skip the lookup when it cannot be a class name
@@ -461,8 +508,13 @@ class _Summarizer:
             elif kind is Arg:
                 arguments.append(node)  # typed or not: only asked for receivers of stores (below)
             elif kind is Return:
-                if node.value is not None:
-                    use(node.value)
+                value = node.value
+                if value is not None:
+                    use(value)
+                    if value.__class__ is Call and value.func.__class__ is Name and value.func.id == "type":
+                        marks.append((node.lineno, ""))  # a class built by type(...): see decorator_adds
+            elif kind is ast.ClassDef:
+                marks.append((node.lineno, ""))  # a class built inside a decorator: see decorator_adds
             elif kind is IfExp:
                 use(node.body)
                 use(node.orelse)
@@ -498,7 +550,7 @@ class _Summarizer:
         # decorator_adds only reads stores on the first parameter of a function: marks on other names
         # need no walk
         _decorator_patches(tree, self.module, self.raw_classes, imports, patched,
-                           [line for line, name in marks if name in first_params])
+                           [line for line, name in marks if not name or name in first_params])
         patched.discard(("?", ""))
         param_calls: set[tuple[str, str]] = set()
         if name_calls:
@@ -514,17 +566,20 @@ class _Summarizer:
                     param_calls.update((_intern(qual), _intern(m)) for m in methods_of[node.arg])
         return FileSummary(_intern(self.module), self.is_package, imports, tuple(self.star), classes,
                            frozenset(uses), tuple(sorted(p for p in patched if p[0] != UNKNOWN)),
-                           tuple(sorted(stores)), tuple(sorted(param_calls)))
+                           tuple(sorted(stores)), tuple(sorted(param_calls)),
+                           frozenset(map(_intern, flag_sets)), tuple(sorted(swapped)))
 
 
 def decorator_adds(func: ast.AST) -> set[str]:
-    """Names a function used as a class decorator assigns onto its class (``*``: a computed name).
+    """Names a function used as a class decorator assigns onto its class (``*``: any name).
 
     Looks at the first parameter of ``func`` and of every function nested in it (a decorator
     factory returns the inner one): ``param.x = ...``, ``setattr(param, "x", ...)``,
-    ``param.__dict__[...] = ...``/``param.__dict__.update(...)`` (``*``). Dunder names other than
-    ``__getattr__``/``__getattribute__`` (which give ``*``) are left out: they never name a method
-    that E9503 checks.
+    ``param.__dict__[...] = ...``/``param.__dict__.update(...)`` (``*``). Dunder names are left out
+    (they never name a method that E9503 checks), except those that change what the class is:
+    ``__getattr__``/``__getattribute__``, ``__bases__``, ``__class__``, ``__dict__`` (``*``). A
+    function that returns a class it builds (a subclass defined inside it, ``type(...)``) replaces
+    the class by one with other bases: ``*`` (see :func:`_returns_other`).
     """
     adds: set[str] = set()
     nodes = walk_nodes(func)  # order-free (a set); same nodes as ast.walk but the ctx/op singletons
@@ -538,8 +593,13 @@ def decorator_adds(func: ast.AST) -> set[str]:
             if callee.__class__ is ast.Name and callee.id == "setattr" or \
                     callee.__class__ is ast.Attribute and callee.attr == "setattr":
                 break
+        elif kind is ast.ClassDef or kind is ast.Return and node.value.__class__ is ast.Call:
+            break  # may return a class it builds: looked at below
     else:
-        return adds
+        if not _returns_other(func, nodes):
+            return adds
+    if _returns_other(func, nodes):
+        adds.add("*")
     for fn in nodes:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
@@ -560,11 +620,34 @@ def decorator_adds(func: ast.AST) -> set[str]:
                 name = "*"
             if name is None:
                 continue
-            if name in _DYNAMIC_MEMBERS:
+            if name in _DYNAMIC_MEMBERS or name in _CLASS_CHANGING:
                 name = "*"
             if not (name.startswith("__") and name.endswith("__")):
                 adds.add(name)
     return adds
+
+
+_CLASS_CHANGING = frozenset({"__bases__", "__class__", "__dict__", "__mro_entries__"})
+"""Dunders whose assignment onto a class changes which members it has."""
+
+
+def _returns_other(func: ast.AST, nodes: list[ast.AST]) -> bool:
+    """True when ``func`` or a function nested in it returns a class it builds instead of the class
+    it was given: a class defined inside it (``class Traced(cls): ...; return Traced``) or one made
+    by ``type(name, bases, namespace)``. Used as a class decorator, it binds the decorated name to a
+    class with other bases. (Other returned values, such as ``dataclass(cls)``, are taken to be the
+    class itself: flagging every call would leave most decorated classes unchecked.)"""
+    classes = {n.name for n in nodes if n.__class__ is ast.ClassDef}
+    for node in nodes:
+        if node.__class__ is not ast.Return or node.value is None:
+            continue
+        value = node.value
+        if value.__class__ is ast.Name and value.id in classes:
+            return True
+        if value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id == "type" \
+                and len(value.args) == 3:
+            return True
+    return False
 
 
 def _decorator_patches(tree: ast.Module, module: str, classes: list, imports: dict[str, str],
@@ -656,19 +739,49 @@ def _bound_names(stmt: ast.stmt) -> list[str]:
     return names
 
 
+_FALSY_CONSTANTS = (False, None, 0, 0.0, "", b"")
+
+
+def _falsy_constant(value: ast.AST | None) -> bool:
+    """True for a constant that is falsy (``False``, ``None``, ``0``, ``""``) or an empty display."""
+    kind = value.__class__
+    if kind is ast.Constant:
+        return any(value.value is c or (type(value.value) is type(c) and value.value == c) for c in _FALSY_CONSTANTS)
+    if kind in (ast.Tuple, ast.List, ast.Set):
+        return not value.elts
+    return kind is ast.Dict and not value.keys
+
+
+_INERT = (ast.Constant, ast.JoinedStr, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp,
+          ast.DictComp, ast.GeneratorExp, ast.Compare)
+
+
+def _not_callable(value: ast.AST | None) -> bool:
+    """True for a value that cannot be called: a literal, a container display or comprehension, an
+    f-string, a comparison, ``not x``."""
+    return isinstance(value, _INERT) or (value.__class__ is ast.UnaryOp and value.op.__class__ is ast.Not)
+
+
 class _Uses:
     """What :func:`class_members` records of the reads in a class's methods (see
     :class:`ClassSummary`): ``names`` read on the receiver, ``supers`` read on ``super()``,
     ``attrs`` ``(a, name)`` read as ``self.a.name``, and ``ctors`` ``a -> callee nodes`` of the
-    ``self.a = Callee(...)`` / ``self.a: T = Callee(...)`` assignments of ``__init__``."""
+    ``self.a = Callee(...)`` / ``self.a: T = Callee(...)`` assignments of ``__init__``; ``falsy`` /
+    ``truthy``: the members assigned a falsy constant / anything else (see ``ClassSummary.falsy``)."""
 
-    __slots__ = ("names", "supers", "attrs", "ctors")
+    __slots__ = ("names", "supers", "attrs", "ctors", "falsy", "truthy")
 
     def __init__(self) -> None:
         self.names: set[str] = set()
         self.supers: set[str] = set()
         self.attrs: set[tuple[str, str]] = set()
         self.ctors: dict[str, list[ast.AST]] = {}
+        self.falsy: set[str] = set()  # members assigned a falsy constant somewhere in the class
+        self.truthy: set[str] = set()  # members assigned anything else somewhere (or unknown values)
+
+    def falsy_only(self) -> set[str]:
+        """The members every assignment of the class sets to a falsy constant."""
+        return self.falsy - self.truthy
 
 
 def class_members(node: ast.ClassDef, chains: list | None = None,
@@ -710,7 +823,11 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for target in targets:
-                    members.update(names_in_target(target))
+                    names = names_in_target(target)
+                    members.update(names)
+                    if seen is not None:  # a plain class attribute set to a falsy constant: a flag
+                        plain = stmt.__class__ is ast.Assign and target.__class__ is ast.Name
+                        (seen.falsy if plain and _falsy_constant(stmt.value) else seen.truthy).update(names)
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 for alias in stmt.names:
                     members.add((alias.asname or alias.name).split(".")[0])
@@ -738,6 +855,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
         receivers = {receiver} if receiver else set()
         in_init = method.name == "__init__" and chains is not None
         in_init_seen = method.name == "__init__" and seen is not None
+        falsy_targets: set[int] = set()
         for sub in _walk_method(method):
             kind = sub.__class__
             if kind is ast.Name or kind is ast.Constant:  # the commonest nodes: nothing to record
@@ -747,6 +865,8 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                 if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
                         target.value.id in receivers:
                     chains.append(("=" + target.attr, sub.value.func))
+            if seen is not None and (kind is ast.Assign or kind is ast.AnnAssign) and _falsy_constant(sub.value):
+                falsy_targets.update(id(t) for t in (sub.targets if kind is ast.Assign else [sub.target]))
             if in_init_seen and (kind is ast.Assign and len(sub.targets) == 1 or kind is ast.AnnAssign) \
                     and sub.value.__class__ is ast.Call:
                 target = sub.targets[0] if kind is ast.Assign else sub.target
@@ -769,6 +889,8 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                 base = sub.value
                 if isinstance(base, ast.Name) and base.id in receivers:
                     members.add(sub.attr)
+                    if seen is not None:
+                        (seen.falsy if id(sub) in falsy_targets else seen.truthy).add(sub.attr)
                 elif chains is not None and base.__class__ is ast.Attribute and isinstance(sub.ctx, ast.Store):
                     root = base
                     while root.__class__ is ast.Attribute:
@@ -943,6 +1065,13 @@ def load_catalog(path: str | None = None) -> dict[str, CatalogEntry]:
     return out
 
 
+KEYED_CONTAINERS = frozenset({"torch.nn.modules.container.ModuleDict", "torch.nn.modules.container.ParameterDict",
+                              "torch.nn.modules.container.Sequential"})
+"""Framework containers whose members are named by the data given to their constructor
+(``nn.ModuleDict({"head": ...})`` registers ``head``, served by ``nn.Module.__getattr__``; so does an
+``OrderedDict`` given to ``nn.Sequential``): a class reaching one may have any member."""
+
+
 # ---------------------------------------------------------------------- the index
 ClassKey = tuple[int, str]
 """A project class: (file number in the index, qualname)."""
@@ -1010,6 +1139,9 @@ class ClassIndex:
         self._name_children: dict[str, list[ClassKey]] | None = None
         self._possible_memo: dict[ClassKey, list[ClassKey]] = {}
         self._patched: dict[str, set[str]] | None = None
+        self._flag_sets: frozenset[str] | None = None
+        self._swapped: frozenset[str] | None = None
+        self._catalog_patched: dict[str, set[str]] | None = None
         self._dependency_memo: dict[tuple, tuple] = {}  # question -> normal form, answer's text
         self._record_paths: dict[int, str] = {}  # file number -> its path as a dependency record holds it
         self._names_memo: dict[frozenset[str], list] = {}  # a large name set -> its recorded digest
@@ -1039,6 +1171,8 @@ class ClassIndex:
             "name_children": {name: [list(c) for c in subs] for name, subs in name_children.items()},
             "uses": TextTable([dumps(entries) for _, entries in uses_items], [name for name, _ in uses_items]),
             "class_names": self._class_names,
+            "flag_sets": sorted(self.flag_sets()),
+            "swapped": sorted(self.swapped()),
         }
 
     @classmethod
@@ -1078,6 +1212,8 @@ class ClassIndex:
         if names and not set(map(type, names.values())) <= {int}:
             raise TypeError("class name counts expected")
         index._class_names = names
+        index._flag_sets = frozenset(_strs(data["flag_sets"]))
+        index._swapped = frozenset(_strs(data["swapped"]))
 
         def uses_of(_name: str, entries: object) -> list[tuple[int, str]]:
             return [_entry(e) for e in _list(entries)]
@@ -1293,7 +1429,7 @@ class ClassIndex:
         members = set(own)
         ancestors: set[ClassKey] = set()
         unknown = False
-        dynamic = summary.dynamic or "*" in patched
+        dynamic = summary.dynamic or "*" in patched or self.class_name(key) in self.swapped()
         abstract = summary.metaclass in _ABC_NAMES or any(b in _ABC_NAMES for b in summary.bases)
         pending = set(summary.abstracts)
         is_type = False
@@ -1313,8 +1449,9 @@ class ClassIndex:
                 unknown = True
             elif isinstance(target, CatalogEntry):
                 members |= target.members
+                members |= self.catalog_patched(target)
                 catalog.append(target.qualname)
-                dynamic |= target.dynamic
+                dynamic |= target.dynamic or target.qualname in KEYED_CONTAINERS
                 is_type |= target.qualname == "builtins.type"
             else:
                 sub = self.hierarchy(target)
@@ -1334,7 +1471,7 @@ class ClassIndex:
         for base in summary.bases:
             target = self.resolve(base, key[0])
             if isinstance(target, CatalogEntry):
-                inherited |= target.members
+                inherited |= target.members | self.catalog_patched(target)
             elif target is not None:
                 inherited |= self.hierarchy(target).members
         if this_entry is not None:
@@ -1346,6 +1483,64 @@ class ClassIndex:
                            frozenset(pending))
         self._hier_memo[key] = result
         return result
+
+    def flag_sets(self) -> frozenset[str]:
+        """Attribute names some file stores on a receiver other than a method's own ``self`` with a
+        value that may be truthy (:class:`FileSummary` ``flag_sets``): flags of that name may be on
+        in instances of any class."""
+        if self._flag_sets is None:
+            self._flag_sets = frozenset().union(*(f.flag_sets for f in self.files))
+        return self._flag_sets
+
+    def mro_evidence(self, key: ClassKey, limit: int = 6) -> str:
+        """The ancestry of a project class as a finding states it: each class with where it is
+        defined (``Model (pkg/model.py:12) -> Base (pkg/base.py:3) -> torch.nn.Module (catalog)``),
+        depth-first along its bases, at most ``limit`` entries."""
+        parts: list[str] = []
+        seen: set = set()
+        stack: list[object] = [key]
+        while stack and len(parts) < limit:
+            item = stack.pop()
+            if item in seen:
+                continue
+            seen.add(item)
+            if isinstance(item, CatalogEntry):
+                parts.append(f"{item.qualname} (catalog)")
+                continue
+            summary = self.summary(item)  # type: ignore[arg-type]
+            if summary is None:
+                continue
+            where = os.path.relpath(self.paths[item[0]], self.root) if self.paths[item[0]].startswith(
+                str(self.root)) else self.paths[item[0]]
+            parts.append(f"{item[1].rsplit('.', 1)[-1]} ({where}:{summary.lineno})")
+            bases = [self.resolve(b, item[0]) for b in summary.bases]
+            stack.extend(reversed([b for b in bases if b is not None]))
+        if stack:
+            parts.append("...")
+        return " -> ".join(parts)
+
+    def flag_set(self, name: str) -> bool:
+        """True when some file may switch a flag ``name`` on in an object of any class (see
+        :meth:`flag_sets`)."""
+        return name in self.flag_sets()
+
+    def swapped(self) -> frozenset[str]:
+        """Qualified names of the classes some file assigns to an object's ``__class__``."""
+        if self._swapped is None:
+            self._swapped = frozenset().union(*(f.swapped for f in self.files))
+        return self._swapped
+
+    def catalog_patched(self, entry: CatalogEntry) -> set[str]:
+        """Names the project assigns onto the framework class ``entry`` (``setattr(nn.Module, "x",
+        f)``, ``nn.Module.x = f``), under any of its aliases: members of every class reaching it."""
+        if self._catalog_patched is None:
+            table: dict[str, set[str]] = {}
+            for owner, attrs in (self._patched if self._patched is not None else self._patched_table()).items():
+                found = self.catalog.get(owner)
+                if found is not None:
+                    table.setdefault(found.qualname, set()).update(attrs)
+            self._catalog_patched = table
+        return self._catalog_patched.get(entry.qualname, set())
 
     def patched_members(self, class_name: str) -> set[str]:
         """Names assigned onto ``class_name`` from outside the class, anywhere in the project."""
@@ -1519,13 +1714,18 @@ class ClassIndex:
     def stored(self, key: ClassKey, name: str) -> bool:
         """True when some file stores attribute ``name`` on a receiver that may be an instance of
         the class: of unknown class, or bound to a class related to it by inheritance (either way:
-        an annotation admits subclasses, an instance of a subclass is an instance of the class)."""
+        an annotation admits subclasses, an instance of a subclass is an instance of the class).
+        Stores in test code count only for classes of test code (a test stubbing ``fake.step = ...``
+        on a mock does not define ``step`` for the library's classes)."""
         stores = self._stores if self._stores is not None else self._stores_table()
         entries = stores.get(name)
         if not entries:
             return False
         hier = None
+        library = not self.is_test(key[0])
         for i, owner in entries:
+            if library and self.is_test(i):
+                continue  # a test's fake or mock (fake.step = ...) does not give library classes a member
             if not owner:
                 return True
             target = self.resolve(owner, i)
@@ -1766,7 +1966,7 @@ _ONLY_STR = frozenset({str})
 # ---------------------------------------------------------------------- what a file's findings depend on
 _TRACKED = ("resolve", "summary", "hierarchy", "class_name", "constructed", "patched_members",
             "decorator_adds", "subclasses", "possible_subclasses", "used", "stored", "stored_on_catalog",
-            "is_test")
+            "is_test", "flag_set", "mro_evidence")
 """The :class:`ClassIndex` questions E9503 asks while checking a file: its findings are a function of
 the file's tree, its options and these answers (plus the bundled catalog, which the cache's version
 tag covers)."""
