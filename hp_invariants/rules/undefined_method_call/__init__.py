@@ -633,10 +633,10 @@ class _State:
                     if handler.type is None or CATCHING & _handler_names(handler.type):
                         return True
             if isinstance(anc, (ast.If, ast.IfExp, ast.While)) and child is not anc.test and \
-                    _test_inspects(anc.test, root):
+                    _test_inspects(anc.test, root, name):
                 return True
             if isinstance(anc, ast.BoolOp) and any(
-                    _test_inspects(v, root) for v in anc.values[: anc.values.index(child)] if child in anc.values):
+                    _test_inspects(v, root, name) for v in anc.values[: anc.values.index(child)] if child in anc.values):
                 return True
             if anc is func:
                 break
@@ -1261,15 +1261,17 @@ def _handler_names(node: ast.AST) -> set[str]:
     return {name.rsplit(".", 1)[-1]} if name else set()
 
 
-def _test_inspects(test: ast.AST, receiver: str) -> bool:
+def _test_inspects(test: ast.AST, receiver: str, name: str = "") -> bool:
     """True when ``test`` calls isinstance/issubclass/type/hasattr/getattr/callable on the receiver
-    (``self.child`` for ``self.child.m()``) or on an object it is an attribute of (``self`` guards
-    ``self.child``); a test of ``self.child`` does not guard a call on ``self``."""
+    (``self.child`` for ``self.child.m()``), on an object it is an attribute of (``self`` guards
+    ``self.child``), or on the used attribute itself (``isinstance(self.norm, LayerNorm)`` before
+    ``self.norm(x)``: the test reads it first); a test of ``self.child`` does not guard a call of
+    another name on ``self``."""
     for node in ast.walk(test):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in GUARD_CALLS \
                 and node.args:
             arg = "self" if _is_super(node.args[0]) else dotted_name(node.args[0]) or ""
-            if arg and (receiver == arg or receiver.startswith(arg + ".")):
+            if arg and (receiver == arg or receiver.startswith(arg + ".") or arg == f"{receiver}.{name}"):
                 return True
     return False
 
