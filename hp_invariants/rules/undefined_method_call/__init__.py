@@ -1078,6 +1078,9 @@ class _Scan:
         else:
             top = self.top = _ScanView([], set(), set())
         top_calls, top_rebound, top_guards = top.calls, top.rebound, top.guards
+        bound: dict[str, int] = {}  # name -> how many times the function binds it
+        aliases: dict[str, ast.Attribute] = {}  # name = receiver.m (a bound method, when called)
+        called: set[str] = set()  # names called as functions
         plans = _CHILD_FIELDS
         depth = 0  # number of nested functions/lambdas around the node
         stack = child_nodes(func)
@@ -1090,6 +1093,7 @@ class _Scan:
             if kind is ast.Name:
                 if node.ctx.__class__ is not ast.Load:
                     rebound.add(node.id)
+                    bound[node.id] = bound.get(node.id, 0) + 1
                     if not depth and receiver is not None:
                         top_rebound.add(node.id)
                 continue
@@ -1107,6 +1111,9 @@ class _Scan:
                     calls.append(node)
                     if not depth and receiver is not None:
                         top_calls.append(node)
+                elif func_node.__class__ is ast.Name and aliases is not None and func_node.id not in (
+                        "hasattr", "getattr", "isinstance", "issubclass", "type"):
+                    called.add(func_node.id)
                 elif func_node.__class__ is ast.Name and func_node.id in ("hasattr", "getattr") and len(node.args) >= 2:
                     const = node.args[1]
                     if isinstance(const, ast.Constant) and isinstance(const.value, str):
@@ -1163,6 +1170,9 @@ class _Scan:
             elif receiver is not None and kind in _STORE_KINDS and not (
                     kind is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name):
                 stores.extend(_self_stores(node, receiver))  # (``x = ...``, the common store, stores no attribute)
+            elif receiver is not None and kind is ast.Assign and node.value.__class__ is ast.Attribute \
+                    and node.value.value.__class__ is ast.Name and node.value.value.id == receiver:
+                aliases[node.targets[0].id] = node.value  # step = self.step: a bound method, when called
             for name in plans[kind]:
                 value = getattr(node, name, None)
                 if value is None:
@@ -1171,6 +1181,10 @@ class _Scan:
                     extend([v for v in value if v is not None] if name in _HOLEY else value)
                 else:
                     push(value)
+
+        for name, attr in aliases.items():  # a method reached through a bound-method alias
+            if name in called and bound.get(name) == 1:
+                refs.append((attr, attr))
 
 
 def _uses(scan: _Scan) -> Iterator[tuple[ast.Attribute, ast.AST]]:
