@@ -81,11 +81,16 @@ class Options:
 
 @dataclass
 class ScriptTarget:
-    """A training script (``path`` and its arguments), or a module with ``module=True``."""
+    """A training script (``path`` and its arguments), or a module with ``module=True``.
+
+    ``start_method``: ``exec`` (a fresh interpreter per rank, as torchrun; the CLI's) or ``fork``
+    (a fork of the calling process, which has imported torch already: for tests, CPU only).
+    """
 
     path: str
     args: Sequence[str] = ()
     module: bool = False
+    start_method: str = "exec"
 
     def describe(self) -> str:
         """How the target reads in the report (``-m name`` for a module)."""
@@ -135,6 +140,39 @@ class LauncherInterrupted(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(f"interrupted by signal {signal.Signals(signum).name}")
         self.signum = signum
+
+
+def default_start_method() -> str:
+    """``fork`` where it is safe (POSIX, no CUDA/NPU runtime initialized in this process), else ``spawn``.
+
+    A forked rank inherits the caller's imported torch and fixtures, but not an initialized
+    accelerator runtime ("Cannot re-initialize CUDA in forked subprocess").
+    """
+    if not hasattr(os, "fork"):
+        return "spawn"
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        for name in ("cuda", "npu"):
+            backend = getattr(torch, name, None)
+            initialized = getattr(backend, "is_initialized", None)
+            try:
+                if initialized is not None and initialized():
+                    return "spawn"
+            except Exception:  # noqa: BLE001 - a half-installed backend: be safe
+                return "spawn"
+    return "fork"
+
+
+def warm_up_for_fork() -> None:
+    """Import, once in the calling process, what torch imports lazily when a training builds its
+    first optimizer (``torch._dynamo``, seconds): otherwise every forked rank imports it again."""
+    if "torch" in sys.modules and "torch._dynamo" not in sys.modules:
+        try:
+            import importlib  # noqa: PLC0415
+
+            importlib.import_module("torch._dynamo")
+        except Exception:  # noqa: BLE001 - only an optimisation
+            pass
 
 
 # ------------------------------------------------------------------------------------------ ports
@@ -237,7 +275,7 @@ def _rank_env(rank: int, world_size: int, port: int, folder: Path, options: Opti
 def _start(target: ScriptTarget | CallTarget, rank: int, world_size: int, env: dict[str, str],
            folder: Path, options: Options) -> _Rank:
     handle = _Rank(rank, folder)
-    if isinstance(target, CallTarget) and target.start_method == "fork":
+    if target.start_method == "fork":
         handle.pid = _fork(target, rank, world_size, env, handle.log)
         return handle
     if isinstance(target, CallTarget):
@@ -257,9 +295,10 @@ def _start(target: ScriptTarget | CallTarget, rank: int, world_size: int, env: d
     return handle
 
 
-def _fork(target: CallTarget, rank: int, world_size: int, env: dict[str, str], log: Path) -> int:
-    """Fork a rank that calls the test body (fixtures inherited); the child never returns."""
-    kwargs = target.kwargs_for(rank, world_size)
+def _fork(target: ScriptTarget | CallTarget, rank: int, world_size: int, env: dict[str, str], log: Path) -> int:
+    """Fork a rank that runs the script or calls the test body (fixtures inherited); the child never
+    returns."""
+    kwargs = target.kwargs_for(rank, world_size) if isinstance(target, CallTarget) else {}
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -290,8 +329,12 @@ def _fork(target: CallTarget, rank: int, world_size: int, env: dict[str, str], l
 
         session = rank_module.RankSession()
         session.start()
-        code = rank_module.call_function(session, target.function, kwargs, target.init_process_group,
-                                         target.backend, target.file)
+        if isinstance(target, ScriptTarget):
+            run = rank_module.run_module if target.module else rank_module.run_script
+            code = run(session, target.path, list(target.args))
+        else:
+            code = rank_module.call_function(session, target.function, kwargs, target.init_process_group,
+                                             target.backend, target.file)
     except BaseException:  # noqa: BLE001 - the child must end here whatever happened
         traceback.print_exc()
     finally:
@@ -643,6 +686,8 @@ def _hang(make, outcomes: list[RankOutcome], options: Options) -> WorldResult:
 # ------------------------------------------------------------------------------------------ a run
 def run(target: ScriptTarget | CallTarget, options: Options) -> RunReport:
     """Run ``target`` at each of ``options.world_sizes`` in turn; compare; return the report."""
+    if target.start_method == "fork":
+        warm_up_for_fork()
     results: list[WorldResult] = []
     for world_size in options.world_sizes:
         result = run_world_size(target, world_size, options)
@@ -679,7 +724,7 @@ def restore_signal_handlers(previous: dict[int, Any]) -> None:
 
 def call_target(function: Callable[..., Any], kwargs: Mapping[str, Any] | None = None, *,
                 init_process_group: bool = True, backend: str | None = None,
-                start_method: str = "fork") -> CallTarget:
+                start_method: str | None = None) -> CallTarget:
     """A :class:`CallTarget` for ``function`` (its module file and qualified name for ``spawn``)."""
     import inspect  # noqa: PLC0415
 
@@ -687,11 +732,12 @@ def call_target(function: Callable[..., Any], kwargs: Mapping[str, Any] | None =
     file = inspect.getsourcefile(function) or getattr(module, "__file__", "") or ""
     return CallTarget(function=function, kwargs=dict(kwargs or {}), name=function.__qualname__, file=file,
                       module=function.__module__, qualname=function.__qualname__,
-                      init_process_group=init_process_group, backend=backend, start_method=start_method)
+                      init_process_group=init_process_group, backend=backend,
+                      start_method=start_method or default_start_method())
 
 
 def run_function(function: Callable[..., Any], world_sizes: Sequence[int], kwargs: Mapping[str, Any] | None = None,
-                 *, init_process_group: bool = True, backend: str | None = None, start_method: str = "fork",
+                 *, init_process_group: bool = True, backend: str | None = None, start_method: str | None = None,
                  **options: Any) -> RunReport:
     """Call ``function(**kwargs)`` on every rank of each world size; return the report.
 

@@ -17,12 +17,14 @@ with the first world size's. Any rank's failure (an assertion, an exception, a f
 hang past ``timeout``) fails the test with the report: world size, rank, rule class.
 
 Marker keywords: ``timeout`` (s, default 300), ``rtol`` / ``atol`` (1e-4 / 1e-6), ``compare``
-(compare losses across world sizes, default True), ``checks`` (default True), ``device``
+(compare losses across world sizes, default True), ``expect_steps`` (the comparison must cover at
+least this many steps: a body that records no loss then fails instead of passing unchecked),
+``checks`` (default True), ``device``
 (``cpu``/``cuda``/``npu``; default ``$HP_INVARIANTS_DEVICE`` or cpu), ``backend``,
 ``init_process_group`` (default True), ``start_method`` (``fork``: the ranks are forks of the
-pytest process and inherit its fixtures, the default on CPU; ``spawn``: a fresh interpreter
-imports the test and unpickles its fixtures, the default on accelerators, whose runtime does not
-survive a fork), ``grace`` (s).
+pytest process and inherit its fixtures; ``spawn``: a fresh interpreter imports the test and
+unpickles its fixtures; default: fork, unless this process has initialized CUDA or an NPU, whose
+runtime does not survive a fork), ``grace`` (s).
 
 The plugin is loaded by every pytest run of an environment where hp-invariants is installed
 (codecheck's included), so importing it is cheap: pytest and the standard library only, never
@@ -37,12 +39,12 @@ import sys
 
 import pytest
 
-MARKER = ("world_size(*sizes, timeout=300, rtol=1e-4, atol=1e-6, compare=True, checks=True, device=None, "
-          "backend=None, init_process_group=True, start_method=None, grace=3): run the test body on N local "
+MARKER = ("world_size(*sizes, timeout=300, rtol=1e-4, atol=1e-6, compare=True, expect_steps=0, checks=True, "
+          "device=None, backend=None, init_process_group=True, start_method=None, grace=3): run the test body on N local "
           "ranks for each world size, with hp-invariants' run-time checks and the loss comparison across "
           "world sizes (hp_invariants.runtime.pytest_plugin)")
 KEYWORDS = {"timeout": 300.0, "rtol": 1e-4, "atol": 1e-6, "compare": True, "checks": True, "device": None,
-            "backend": None, "init_process_group": True, "start_method": None, "grace": 3.0}
+            "backend": None, "init_process_group": True, "start_method": None, "grace": 3.0, "expect_steps": 0}
 
 
 class _RankValue(int):
@@ -85,9 +87,7 @@ def _options(marker) -> dict:
     options["device"] = options["device"] or os.environ.get("HP_INVARIANTS_DEVICE", "").strip() or "cpu"
     if options["device"] not in ("cpu", "cuda", "npu"):
         raise pytest.UsageError(f"world_size marker: device must be cpu, cuda or npu, got {options['device']!r}")
-    if options["start_method"] is None:
-        options["start_method"] = "fork" if hasattr(os, "fork") and options["device"] == "cpu" else "spawn"
-    if options["start_method"] not in ("fork", "spawn"):
+    if options["start_method"] not in (None, "fork", "spawn"):
         raise pytest.UsageError(f"world_size marker: start_method must be fork or spawn, got {options['start_method']!r}")
     return options
 
@@ -106,6 +106,7 @@ def pytest_pyfunc_call(pyfuncitem):
     options = _options(marker)
     from hp_invariants.runtime import launcher  # noqa: PLC0415 - only for marked tests
 
+    options["start_method"] = options["start_method"] or launcher.default_start_method()
     if options["start_method"] == "fork" and _default_group_exists():
         pytest.fail("world_size marker: this pytest process has a default process group; a forked rank cannot "
                     "use it (destroy it first, or use start_method='spawn')", pytrace=False)
@@ -125,8 +126,12 @@ def pytest_pyfunc_call(pyfuncitem):
     result = launcher.run(target, run_options)
     failed = [r for r in result.results if r.status != "PASS"]
     drift = options["compare"] and result.consistency.status == "FAIL"
+    compared = min((c.get("steps", 0) for c in result.consistency.compared), default=0)
     if failed or drift:
         text = result.render() if options["compare"] else "".join(
             "\n".join(launcher.report.render_world(r)) + "\n" for r in result.results)
         pytest.fail(text, pytrace=False)
+    if options["expect_steps"] and (result.consistency.status != "PASS" or compared < options["expect_steps"]):
+        pytest.fail(f"world_size marker: the loss comparison covered {compared} step(s), expected at least "
+                    f"{options['expect_steps']}:\n{result.render()}", pytrace=False)
     return True
