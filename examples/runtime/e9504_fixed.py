@@ -122,6 +122,7 @@ def main() -> None:
         optimizer.step()
         optimizer.zero_grad()
         run.log(step, loss)
+    del model, optimizer  # DDP before its process group: freed after it, its teardown can hang
     common.end()
 
 

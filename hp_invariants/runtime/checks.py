@@ -308,14 +308,16 @@ def _record_module(original):
 
 
 def _forward_pre_hook(module, args):
-    """At the first nested module call (the outermost module's own pre-hooks have run): check it."""
+    """At the first nested module call (the outermost module's own pre-hooks, such as a lazy
+    initialization, have run), or at once for a module without submodules: check the outermost one."""
     if STATE.forward_checked:
         return None
     if STATE.forward_root is None:
         STATE.forward_root = weakref.ref(module)
         if len(STATE.modules) < 256:
             STATE.modules.setdefault(id(module), weakref.ref(module))
-        return None
+        if next(module.children(), None) is not None:
+            return None  # checked at its first nested call, after its own pre-hooks
     root = STATE.forward_root() or module
     STATE.forward_checked = True
     for handle in STATE.handles:

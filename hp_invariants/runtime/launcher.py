@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import signal
 import socket
 import subprocess
@@ -48,6 +49,9 @@ HARNESS_EXIT = 3  # hp_invariants.runtime.rank.HARNESS_EXIT (not imported: the r
 LOG_TAIL_LINES = 30
 POLL_S = 0.02
 _ADDRESS_IN_USE = ("eaddrinuse", "address already in use")
+# A rank's error that only says a peer went away: a consequence of another rank's failure.
+_PEER_GONE = re.compile(r"(?i)connection (closed|reset) by peer|broken pipe|remote process exited|"
+                        r"socket closed|peer.{0,20}(closed|terminated|exited)|ECONNRESET|EPIPE")
 
 
 @dataclass
@@ -560,6 +564,8 @@ def judge(world_size: int, outcomes: list[RankOutcome], timed_out: bool, end_ord
         return _hang(make, outcomes, options)
     failed = [by_rank[r] for r in end_order if by_rank[r].failed and not by_rank[r].ended_by_harness]
     if failed:
+        # the rank that failed first on its own: a peer's "connection closed" is a consequence
+        failed.sort(key=lambda o: (_peer_gone(o), (o.result or {}).get("failed_at") or float("inf")))
         return _failure(make, failed, outcomes, options)
     # every rank ended well
     results = [o.result for o in outcomes if o.result]
@@ -591,6 +597,11 @@ def judge(world_size: int, outcomes: list[RankOutcome], timed_out: bool, end_ord
         if r.get("init_digest_note") and r.get("rank") == 0:
             result.notes.append(f"initial parameter digest {r['init_digest_note']}")
     return result
+
+
+def _peer_gone(outcome: RankOutcome) -> bool:
+    error = (outcome.result or {}).get("error") or {}
+    return bool(_PEER_GONE.search(str(error.get("message", ""))))
 
 
 def _others(primary: RankOutcome, outcomes: list[RankOutcome]) -> list[str]:

@@ -234,6 +234,7 @@ class RankSession:
     def run(self, target: Callable[[], None], main_file: str | None) -> int:
         """Run ``target``; record what happened; write the result file; return the exit status."""
         status, code, error, harness_error = "ok", 0, None, None
+        self.failed_at = None
         try:
             target()
         except SystemExit as exc:
@@ -245,6 +246,7 @@ class RankSession:
             status, code, harness_error = "harness_error", HARNESS_EXIT, str(exc)
             print(f"hp-invariants: {exc}", file=sys.stderr)
         except BaseException as exc:  # noqa: BLE001 - every failure of the script is reported
+            self.failed_at = time.time()
             status, code, error = "error", 1, describe(exc)
             traceback.print_exception(type(exc), exc, exc.__traceback__)
         self.write(status, code, error, harness_error, main_file)
@@ -265,6 +267,7 @@ class RankSession:
             "harness_error": harness_error,
             "user_files": user_files(main_file, frames),
             "wall_s": round(time.monotonic() - self.started, 3),
+            "failed_at": getattr(self, "failed_at", None),  # wall clock: which rank failed first
             **self.state.to_json(),
         }
         path = self.folder / f"rank{self.rank}.json"
