@@ -170,3 +170,12 @@ def test_a_busy_port_is_retried(tmp_path: Path):
     assert result.attempts == 2 and result.port != port
     assert f"port {port} was in use (EADDRINUSE) at the rendezvous: retried on another free port" in result.notes
     assert not live_children()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the device is not absent")
+def test_an_absent_device_is_a_harness_error():
+    report = launcher.run_function(_barrier, [1], device="cuda", timeout=60, static_check=False)
+    (result,) = report.results
+    assert result.status == "ERROR" and report.exit_code == 2, report.render()
+    assert result.reason.startswith("rank 0: --device cuda: torch.cuda.is_available() is False")
+    assert not live_children()

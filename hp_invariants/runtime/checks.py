@@ -297,11 +297,23 @@ def _holders(param_ids: set[int]) -> list[Any]:
     return [m for m in holders if id(m) not in inner]
 
 
+def _remember(module: Any) -> None:
+    """Remember ``module`` (weakly) for naming parameters; at most 256, dead entries dropped first."""
+    ref = STATE.modules.get(id(module))
+    if ref is not None and ref() is module:
+        return
+    if len(STATE.modules) >= 256:
+        for key in [key for key, value in STATE.modules.items() if value() is None]:
+            del STATE.modules[key]
+        if len(STATE.modules) >= 256:
+            return
+    STATE.modules[id(module)] = weakref.ref(module)
+
+
 def _record_module(original):
     @functools.wraps(original)
     def wrapper(self, *args, **kwargs):
-        if len(STATE.modules) < 256 and id(self) not in STATE.modules:
-            STATE.modules[id(self)] = weakref.ref(self)
+        _remember(self)
         return original(self, *args, **kwargs)
 
     return wrapper
@@ -314,8 +326,7 @@ def _forward_pre_hook(module, args):
         return None
     if STATE.forward_root is None:
         STATE.forward_root = weakref.ref(module)
-        if len(STATE.modules) < 256:
-            STATE.modules.setdefault(id(module), weakref.ref(module))
+        _remember(module)
         if next(module.children(), None) is not None:
             return None  # checked at its first nested call, after its own pre-hooks
     root = STATE.forward_root() or module
@@ -465,7 +476,7 @@ def _patch_init_process_group() -> None:
             setattr(module, "init_process_group", wrapper)
 
 
-def probe_device(device: str, local_rank: int, local_world_size: int) -> None:
+def probe_device(device: str, local_world_size: int) -> None:
     """Check that ``device`` can serve ``local_world_size`` ranks; raise :class:`HarnessAbort` if not.
 
     cpu: always. cuda: ``torch.cuda.is_available()``, enough visible GPUs, NCCL in the build.
@@ -512,7 +523,7 @@ def install(state: RankState) -> None:
     torch = _torch()
     import os  # noqa: PLC0415
 
-    probe_device(state.device, int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    probe_device(state.device, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     _patch_init_process_group()
     nn = torch.nn
     _ORIGINALS.setdefault("named_parameters", nn.Module.named_parameters)

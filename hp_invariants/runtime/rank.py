@@ -183,6 +183,8 @@ class RankSession:
         self.launcher_pid = int(env.get("HP_INVARIANTS_LAUNCHER_PID", "0") or 0)
         self.state = checks.RankState(self.device, env.get("HP_INVARIANTS_CHECKS", "1") != "0", self.rank)
         self.started = time.monotonic()
+        self.failed_at: float | None = None  # wall clock of the script's exception
+        self.abort: checks.HarnessAbort | None = None  # the device cannot serve this rank
         self._stack_file = None
 
     # ------------------------------------------------------------------ start-up
@@ -194,7 +196,10 @@ class RankSession:
         faulthandler.enable(file=sys.stderr, all_threads=True)
         self._watch_parent()
         if "torch" in sys.modules:
-            self.install(sys.modules["torch"])
+            try:
+                self.install(sys.modules["torch"])
+            except checks.HarnessAbort as exc:  # reported by run(), which then runs nothing
+                self.abort = exc
         else:
             sys.meta_path.insert(0, _AfterImport("torch", self.install))
 
@@ -234,8 +239,9 @@ class RankSession:
     def run(self, target: Callable[[], None], main_file: str | None) -> int:
         """Run ``target``; record what happened; write the result file; return the exit status."""
         status, code, error, harness_error = "ok", 0, None, None
-        self.failed_at = None
         try:
+            if self.abort is not None:
+                raise self.abort
             target()
         except SystemExit as exc:
             if exc.code not in (0, None):
@@ -267,7 +273,7 @@ class RankSession:
             "harness_error": harness_error,
             "user_files": user_files(main_file, frames),
             "wall_s": round(time.monotonic() - self.started, 3),
-            "failed_at": getattr(self, "failed_at", None),  # wall clock: which rank failed first
+            "failed_at": self.failed_at,  # which rank failed first
             **self.state.to_json(),
         }
         path = self.folder / f"rank{self.rank}.json"
