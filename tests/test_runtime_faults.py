@@ -42,9 +42,11 @@ def script(tmp_path: Path, name: str, text: str) -> str:
 
 @pytest.fixture
 def marker():
-    """A unique marker for the processes of one test; none may be left when it ends."""
+    """A unique marker for the processes of one test; none may be left when it ends (a rank whose
+    launcher was just killed gets a second to end itself)."""
     value = f"hp-test-{uuid.uuid4().hex}"
     yield value
+    wait_until(lambda: not processes_with_marker(value), 2)
     left = processes_with_marker(value)
     for pid in left:
         os.kill(pid, signal.SIGKILL)
@@ -92,9 +94,12 @@ def test_a_script_without_a_process_group_is_reported(tmp_path: Path, marker: st
                                                 (signal.SIGINT, 130, "interrupted (Ctrl-C)")])
 def test_the_launcher_ends_every_rank_when_it_is_signalled(tmp_path: Path, marker: str, signum, code, said):
     name = script(tmp_path, "sleeper.py", "import time\ntime.sleep(600)\n")
+    # as from a terminal: SIGINT not ignored (a background job's children inherit SIG_IGN for it, and
+    # Python then installs no KeyboardInterrupt handler)
     launcher = subprocess.Popen([sys.executable, "-m", "hp_invariants", "run", "--world-sizes", "2", "--", name],
                                 cwd=tmp_path, env=dict(os.environ, HP_TEST_MARKER=marker),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert wait_until(lambda: len(processes_with_marker(marker)) == 3, 60), "the two ranks did not start"
         launcher.send_signal(signum)

@@ -453,7 +453,10 @@ def _outcomes(ranks: list[_Rank]) -> list[RankOutcome]:
 
 
 def _address_in_use(outcomes: list[RankOutcome]) -> bool:
+    """A rank failed because the rendezvous port was taken (its error or its log says EADDRINUSE)."""
     for outcome in outcomes:
+        if not outcome.failed or outcome.ended_by_harness:
+            continue
         error = (outcome.result or {}).get("error") or {}
         texts = [str(error.get("message", ""))] + [str(c.get("message", "")) for c in error.get("chain", [])]
         texts.append(outcome.log_tail)
