@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     env.pop("HP_INVARIANTS_DEVICE", None)
     harness = [sys.executable, "-m", "hp_invariants", "run", "--world-sizes", args.world_sizes, "--", args.script]
-    unchecked = harness[:5] + ["--no-checks"] + harness[5:]
+    unchecked = harness[:4] + ["--no-checks"] + harness[4:]
     plain = [[sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n), args.script]
              for n in sizes]
     machine = _machine()

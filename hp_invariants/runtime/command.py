@@ -20,6 +20,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -141,6 +142,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace | None, int]:
 
 def _device_problem(device: str) -> str | None:
     """What keeps the ranks from running on ``device``, found without importing torch (None: nothing)."""
+    if not hasattr(os, "killpg") or not hasattr(signal, "SIGUSR1"):
+        return "hp-invariants run needs a POSIX system (process groups, SIGUSR1 for the ranks' stacks)"
     if importlib.util.find_spec("torch") is None:
         return f"the ranks need torch, which {sys.executable} cannot import (pip install torch)"
     if device == "npu" and importlib.util.find_spec("torch_npu") is None:
