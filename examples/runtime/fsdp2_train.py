@@ -126,7 +126,7 @@ def main() -> None:
     run = common.start(__doc__.splitlines()[0], lambda parser: parser.add_argument(
         "--init", choices=("full", "per-shard"), default="full", help="initialisation (default: full)"))
     model = build(run)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for step in range(run.steps):
         tokens, labels = local_batch(run, step)
         loss = F.cross_entropy(model(tokens).flatten(0, 1), labels.flatten())

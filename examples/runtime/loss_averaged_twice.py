@@ -2,8 +2,9 @@
 
 The author divides the loss by the world size before ``backward``, "to average over the ranks",
 but FSDP2's reduce-scatter already averages the gradients. Nothing crashes and no rule of
-``hp-invariants check`` applies: the gradients are just ``world_size`` times too small, so the
-training depends on the number of ranks. ``hp-invariants run --world-sizes 1,2`` passes each world
+``hp-invariants check`` applies: the loss it reports and its gradients are ``world_size`` times too
+small (AdamW, scale-invariant up to its ``eps``, hides most of it in the weights; SGD, clipping by
+gradient norm and loss-driven schedules do not), so the run depends on the number of ranks. ``hp-invariants run --world-sizes 1,2`` passes each world
 size on its own and FAILs the consistency check: at step 0 the global loss at world size 2 is half
 the loss at world size 1.
 
@@ -23,7 +24,7 @@ def main() -> None:
     """Build the FSDP2 transformer, then train with the loss divided by the world size."""
     run = common.start(__doc__.splitlines()[0])
     model = build(run)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for step in range(run.steps):
         tokens, labels = local_batch(run, step)
         loss = F.cross_entropy(model(tokens).flatten(0, 1), labels.flatten())
