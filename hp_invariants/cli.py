@@ -1,4 +1,5 @@
-"""The ``hp-invariants`` command line: ``check``, ``fix``, ``rules``, ``explain``.
+"""The ``hp-invariants`` command line: ``check``, ``fix``, ``rules``, ``explain`` (and ``run``, the
+runtime harness, dispatched to :mod:`hp_invariants.runtime.command`).
 
 Exit codes (pylint/ruff convention): 0 clean, 1 findings (or, for ``fix``, findings left unfixed /
 changes pending with ``--diff``), 2 usage, configuration or internal error, or a file that could
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("rules", help="list the rules")
     explain = sub.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("rule", help="rule id or symbol, e.g. E9501 or local-tensor-view-not-detached")
+    # parsed by hp_invariants.runtime.command (main() hands it every argument after `run`)
+    sub.add_parser("run", add_help=False, help="run a training script on N local ranks and check the invariants "
+                   "at run time (hp-invariants run --help)")
     return parser
 
 
@@ -349,6 +353,11 @@ def run() -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the CLI (:func:`run` for the console script); returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:  # the runtime harness parses its own arguments (the script's come after)
+        from hp_invariants.runtime.command import main as run_main  # noqa: PLC0415 - off the check path
+
+        return run_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

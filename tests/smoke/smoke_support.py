@@ -1,4 +1,4 @@
-"""Helpers of the smoke suite: the ``hp-invariants`` CLI, module loading, rule pairs, ports.
+"""Helpers of the smoke suite: the ``hp-invariants`` CLI, module loading, rule pairs, backends.
 
 The suite proves at run time, on torch, that each rule's broken shape fails with the error of
 the seed report and that the shape rewritten by ``hp-invariants fix`` works. This module never
@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import uuid
@@ -156,10 +155,3 @@ def make_rule_pair(rule_ids: str | tuple[str, ...], stem: str, workdir: Path,
 def dist_backend(device) -> str:
     """The collective backend for ``device``: gloo on CPU, nccl on CUDA, hccl on NPU."""
     return {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[device.type]
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (the suite never listens elsewhere)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

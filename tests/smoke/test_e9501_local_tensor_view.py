@@ -4,7 +4,8 @@ Broken: the local shard is a ``narrow`` view taken under ``no_grad``; the grad-m
 writes its base in place; building AdamW reads ``param.is_leaf`` and torch raises the seed
 report's RuntimeError. Fixed by ``hp-invariants fix`` (``.detach()``): AdamW builds, three steps
 run, and the local shard still shares storage with the padded buffer (the optimizer updates
-land in the buffer).
+land in the buffer). On the runtime harness (a rank of hp-invariants' launcher), the broken module
+fails its optimizer-construction check as E9501 and the fixed one passes it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 from smoke_support import TORCH_MISSING, load_module, make_rule_pair
 
 torch = pytest.importorskip("torch", reason=TORCH_MISSING)
+launcher = pytest.importorskip("hp_invariants.runtime.launcher")
 
 SEED_ERROR = ("A view was created in no_grad mode and its base or another view of its base "
               "has been modified inplace with grad mode enabled")
@@ -30,6 +32,12 @@ def _loaded_model(module, device):
     model, states = module.build_sharded_model(device)
     module.load_weights(states, checkpoint)
     return model, states, checkpoint
+
+
+def build_optimizer(module_path, device):
+    """A rank's body on the harness: load the weights into the sharded model, build AdamW."""
+    model, _, _ = _loaded_model(load_module(module_path), device)
+    torch.optim.AdamW(model.parameters(), lr=1e-2)
 
 
 def test_check_flags_broken_module(pair):
@@ -77,3 +85,16 @@ def test_fixed_optimizer_builds_and_steps(pair, device):
         # The shard still aliases the padded buffer: the updates are visible through it.
         assert local.untyped_storage().data_ptr() == state.padded_buffer.untyped_storage().data_ptr()
         torch.testing.assert_close(state.padded_buffer[:rows].detach(), local.detach())
+
+
+def test_harness_reports_e9501_and_passes_the_fix(pair, device):
+    pair.assert_fixed_clean()
+    broken = launcher.run_function(build_optimizer, [1], {"module_path": pair.broken, "device": device},
+                                   timeout=120, static_check=False)
+    (result,) = broken.results
+    assert result.status == "FAIL" and result.rule and result.rule["id"] == "E9501", broken.render()
+    assert "at optimizer construction" in result.reason and SEED_ERROR in result.reason, result.reason
+    fixed = launcher.run_function(build_optimizer, [1], {"module_path": pair.fixed, "device": device},
+                                  timeout=120, static_check=False)
+    (result,) = fixed.results
+    assert result.status == "PASS" and "optimizer construction" in result.reason, fixed.render()

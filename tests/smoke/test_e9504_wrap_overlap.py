@@ -4,7 +4,8 @@ Broken: every decoder layer shares one rotary embedding; the overlap guard of th
 wrapper raises the seed report's ValueError when layer 1 is wrapped. Fixed by
 ``hp-invariants fix`` (the raise becomes ``continue``): every layer wraps, the rotary is still
 one shared instance, double-wrapping the same layer is still refused, and loss and every
-gradient equal those of the unwrapped model with the same weights.
+gradient equal those of the unwrapped model with the same weights. On the runtime harness, the
+broken module's ValueError is reported as E9504 by its run-time signature and the fixed one passes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from smoke_support import TORCH_MISSING, load_module, make_rule_pair
 
 torch = pytest.importorskip("torch", reason=TORCH_MISSING)
+launcher = pytest.importorskip("hp_invariants.runtime.launcher")
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +35,13 @@ def _batch(device):
 def _loss(model, input_ids, labels):
     logits = model(input_ids)
     return torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
+
+
+def wrap_and_step(module_path, device):
+    """A rank's body on the harness: checkpoint-wrap every layer, one forward and backward."""
+    module = load_module(module_path)
+    model = module.apply_ac(module.TextDecoder().to(device))
+    _loss(model, *_batch(device)).backward()
 
 
 def test_check_flags_broken_module(pair):
@@ -81,3 +90,15 @@ def test_fixed_wraps_every_layer_and_matches_unwrapped(pair, device):
         torch.testing.assert_close(param.grad, ref_params[ref_name].grad,
                                    msg=lambda m, n=name: f"{n}: {m}")
     assert sorted(names) == sorted(ref_params)
+
+
+def test_harness_reports_e9504_and_passes_the_fix(pair, device):
+    pair.assert_fixed_clean()
+    broken = launcher.run_function(wrap_and_step, [1], {"module_path": pair.broken, "device": device},
+                                   timeout=120, static_check=False)
+    (result,) = broken.results
+    assert result.status == "FAIL" and result.rule and result.rule["id"] == "E9504", broken.render()
+    assert "Submodule 'SharedRotaryEmbedding' of 'DecoderLayer' is already wrapped" in result.reason
+    fixed = launcher.run_function(wrap_and_step, [1], {"module_path": pair.fixed, "device": device},
+                                  timeout=120, static_check=False)
+    assert fixed.results[0].status == "PASS", fixed.render()
