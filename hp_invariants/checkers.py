@@ -104,7 +104,13 @@ class HpInvariantsChecker(BaseRawFileChecker):
     def __init__(self, linter: "PyLinter") -> None:
         super().__init__(linter)
         self._resolver: Resolver | None = None
-        self._session = Session(self._settings, default_project(_LazyResolver(self)))
+        project = default_project(_LazyResolver(self))
+        self._session = Session(self._settings, project)
+        # pylint hands modules one by one, never a list to prepare: the first rule that reads project
+        # facts builds every kind at once, and the rules that read none run on the trees that build
+        # parses (each file parsed once, as in a cold `check`)
+        project.lazy_facts = [rule.project_facts for rule in RULES if rule.project_facts is not None]
+        project.lazy_early = self._session.early_analysis
 
     def resolver(self) -> Resolver:
         """The per-file configuration (made on first use, once pylint has read its options)."""

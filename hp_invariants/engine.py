@@ -194,7 +194,7 @@ class Session:
             return result
         timeout = settings.timeout_per_file
         early: list[Finding] = []
-        if self.project is not None and active:  # what ran on the build's tree (see _early)
+        if self.project is not None and active:  # what ran on the build's tree (see early_analysis)
             kept = self.project.take_early(path, digest or content_digest(raw))
             if kept is not None and kept[0] == settings.key:
                 done = frozenset(kept[1])
@@ -221,7 +221,7 @@ class Session:
         result.findings = self.suppress(source, findings, settings)
         return result
 
-    def _early(self, path: str, raw: bytes, source: SourceFile, tree: ast.Module) -> tuple | None:
+    def early_analysis(self, path: str, raw: bytes, source: SourceFile, tree: ast.Module) -> tuple | None:
         """The early analysis of ``path`` (:meth:`Project.prepare`): run, on the tree the project
         build parsed, the active rules that read no project facts, under the file's time budget.
         Returns ``(settings key, rule ids, findings)``, or ``None`` (nothing to run, or any failure:
@@ -261,7 +261,7 @@ class Session:
         ``lazy_if_cached`` (``check``): skip the build of a project when the results cache holds every
         file's results against the project as it is now (only its fingerprint is computed).
         ``early`` (``check``): run the rules that need no project facts on the trees of ``files`` that
-        the build parses, keeping their findings for :meth:`check_bytes` (see :meth:`_early` and
+        the build parses, keeping their findings for :meth:`check_bytes` (see :meth:`early_analysis` and
         :meth:`~hp_invariants.project.Project.prepare`), so that a cold ``check`` parses each file
         once; the caller calls ``project.release_early()`` when done."""
         if self.project is None:
@@ -279,7 +279,7 @@ class Session:
             try:
                 if lazy_if_cached and self.results is not None and self._all_current(root, facts, paths):
                     continue  # every file's results are cached against this very project: build lazily
-                self.project.prepare(path, facts, keep=paths if early else (), early=self._early if early else None)
+                self.project.prepare(path, facts, keep=paths if early else (), early=self.early_analysis if early else None)
             except Exception as exc:  # noqa: BLE001 - reported; the files are still checked
                 problems.append(problem(path, exc))
         return problems

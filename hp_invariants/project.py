@@ -460,6 +460,13 @@ class Project:
         self._marked: dict[str, Any] = {}  # the memo of find_project_root
         self._scans: dict[tuple[Path, str], tuple[Scan, dict]] = {}
         self._early: dict[str, tuple[bytes, Any]] = {}  # path -> (content digest, early analysis)
+        self.lazy_facts: Sequence[ProjectFacts] = ()
+        """Kinds built together with any kind a rule asks for through :meth:`data` (one walk and
+        one parse per file for all of them, as :meth:`prepare` does for ``check``)."""
+        self.lazy_early: EarlyAnalysis | None = None
+        """Set by a host that checks the files of a project one by one without preparing them (the
+        pylint plugin): the lazy build of :meth:`data` runs it on every file it parses and keeps the
+        values for :meth:`take_early`, so each file is parsed once there too."""
         self.stats: dict[str, int] = {}
         self.notes: list[str] = []
 
@@ -484,7 +491,8 @@ class Project:
         """Return ``facts``' project object for the project ``root`` (built on first use)."""
         built = self._built.get(root)
         if built is None or facts.key not in built:
-            self.prepare_root(root, [facts])
+            kinds = [facts, *(f for f in self.lazy_facts if f.key != facts.key and f.key not in (built or {}))]
+            self.prepare_root(root, kinds, early=self.lazy_early, keep_all=self.lazy_early is not None)
             built = self._built[root]
         return built[facts.key]
 
@@ -501,12 +509,14 @@ class Project:
         self.prepare_root(self.root_of(path), facts, keep, early)
 
     def prepare_root(self, root: Path, facts: Sequence[ProjectFacts], keep: Iterable[str] = (),
-                     early: EarlyAnalysis | None = None) -> None:
-        """:meth:`prepare` for the project ``root``."""
+                     early: EarlyAnalysis | None = None, keep_all: bool = False) -> None:
+        """:meth:`prepare` for the project ``root`` (``keep_all``: ``early`` runs on every file parsed)."""
         built = self._built.setdefault(root, {})
         missing = [f for f in dict.fromkeys(facts) if f.key not in built]
         if missing:
-            wanted = frozenset(os.path.abspath(p) for p in keep) if early is not None else frozenset()
+            wanted: frozenset[str] | None = frozenset(os.path.abspath(p) for p in keep) if early is not None else frozenset()
+            if keep_all and early is not None:
+                wanted = None  # every file
             with budget_paused():
                 try:
                     built.update(self._build(root, missing, wanted, early))
@@ -610,7 +620,7 @@ class Project:
             self.notes.append(text)
 
     # ------------------------------------------------------------------ building
-    def _build(self, root: Path, facts: Sequence[ProjectFacts], keep: frozenset[str] = frozenset(),
+    def _build(self, root: Path, facts: Sequence[ProjectFacts], keep: frozenset[str] | None = frozenset(),
                early: EarlyAnalysis | None = None) -> dict[str, Any]:
         with gc_paused():
             built = self._build_unpaused(root, facts, keep, early)
@@ -618,7 +628,7 @@ class Project:
                 gc.freeze()
             return built
 
-    def _build_unpaused(self, root: Path, facts: Sequence[ProjectFacts], keep: frozenset[str],
+    def _build_unpaused(self, root: Path, facts: Sequence[ProjectFacts], keep: frozenset[str] | None,
                         early: EarlyAnalysis | None) -> dict[str, Any]:
         root = Path(os.path.abspath(root))
         scan, manifest = self._scan(root, facts)
@@ -657,10 +667,10 @@ class Project:
 
     def _build_from_summaries(self, root: Path, facts: Sequence[ProjectFacts], scan: Scan, manifest: dict,
                               cache_file: str | None, build: Sequence[ProjectFacts],
-                              keep: frozenset[str] = frozenset(), early: EarlyAnalysis | None = None) -> dict[str, Any]:
+                              keep: frozenset[str] | None = frozenset(), early: EarlyAnalysis | None = None) -> dict[str, Any]:
         """Build the kinds ``build`` from every file's summaries (cached or computed; the cache
         holds the summaries of every kind of ``facts``); ``early`` runs on the trees of the files of
-        ``keep`` that are parsed (see :meth:`prepare`)."""
+        ``keep`` (``None``: every file) that are parsed (see :meth:`prepare`)."""
         summaries = read_summaries(cache_file, root, facts) if cache_file else {}
         stats = dict(scan.stats)
         slots: list[dict | None] = []
@@ -700,7 +710,7 @@ class Project:
                         return False, None
                 box: list[Any] = []
                 on_tree = None
-                if early is not None and f.path in keep:
+                if early is not None and (keep is None or f.path in keep):
                     def on_tree(source: SourceFile, tree: ast.Module, path: str = f.path, raw: bytes = raw) -> None:
                         box.append(early(path, raw, source, tree))
                 return summarize_file(f.path, raw, facts, on_tree), (box[0] if box else None)

@@ -159,7 +159,7 @@ def _cold_check(root: Path, cache: Path, early: bool, monkeypatch) -> tuple[list
     monkeypatch.setattr(engine, "parse", counting_parse)
     session = engine.default_session(Resolver(RULES, Overrides(cache_dir=str(cache))), cache_dir=str(cache))
     if not early:
-        monkeypatch.setattr(session, "_early", lambda path, raw, source, tree: None)
+        monkeypatch.setattr(session, "early_analysis", lambda path, raw, source, tree: None)
     result = engine.run_check(session, [os.path.relpath(root)])  # as the user named it: relative
     monkeypatch.setattr(engine, "parse", real_parse)
     findings = [(f.path, f.line, f.col, f.rule_id, f.message) for f in result.findings]
