@@ -14,11 +14,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, Tuple, TypeVar, Union
 
 from hp_invariants.astutil import walk_with_parents
 from hp_invariants.model import Applicability, Confidence, Edit, Finding, Fix
 from hp_invariants.source import SourceFile
+
+T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Option:
@@ -245,6 +247,68 @@ class FileContext:
     def make_fix(edits: Sequence[Edit], message: str, applicability: Applicability = Applicability.SAFE) -> Fix:
         """Bundle ``edits`` into a :class:`Fix`."""
         return Fix(edits=tuple(edits), applicability=applicability, message=message)
+
+
+class KeyedTable(Generic[T]):
+    """A part of a built project object that the store keeps entry by entry, declared in
+    :attr:`ProjectFacts.built_parts` as ``KeyedTable[item type]``.
+
+    :meth:`ProjectFacts.persist` gives it as a ``dict`` (``str`` keys); :meth:`ProjectFacts.restore`
+    receives a read-only map with the same answers, of which each entry is read from the store, checked
+    and decoded when first asked for (a check of torch/distributed reads a few hundred of the 61,000
+    entries of E9503's tables). An entry found damaged or malformed is answered from the object rebuilt
+    from the summaries instead (the ``rebuild`` of :meth:`ProjectFacts.restore`), so a reader never
+    sees damage; that raises ``ValueError`` only when the project changed meanwhile.
+    """
+
+    __slots__ = ()
+
+    def get(self, key: str, default: Any = None) -> Any:  # pragma: no cover - implemented by the store
+        """The item of ``key``, else ``default``."""
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> T:
+        found = self.get(key, _ABSENT)
+        if found is _ABSENT:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:  # pragma: no cover - implemented by the store
+        raise NotImplementedError
+
+    def __len__(self) -> int:  # pragma: no cover - implemented by the store
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[str]:  # pragma: no cover - implemented by the store
+        raise NotImplementedError
+
+    def items(self) -> list[tuple[str, T]]:
+        """Every ``(key, item)`` in the order :meth:`ProjectFacts.persist` gave them (reads all)."""
+        return [(key, self[key]) for key in self]
+
+
+class ListTable(Generic[T]):
+    """The list form of :class:`KeyedTable`: declared as ``ListTable[item type]``, persisted as a
+    ``list``, restored as a read-only sequence (``[i]``, ``len``, iteration) whose items are read,
+    checked and decoded when first asked for."""
+
+    __slots__ = ()
+
+    def __getitem__(self, i: int) -> T:  # pragma: no cover - implemented by the store
+        raise NotImplementedError
+
+    def __len__(self) -> int:  # pragma: no cover - implemented by the store
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[T]:
+        return (self[i] for i in range(len(self)))
+
+
+_ABSENT = object()
+
+Plain = Union[str, int, float, bool, None, Tuple["Plain", ...]]
+"""Nested plain data: a string, a number, a boolean, ``None``, or a tuple of such values (the type of
+a value whose shape varies, such as an encoded expression or a dependency record's question)."""
 
 
 class ProjectFacts:

@@ -5,13 +5,19 @@ Nothing outside this module encodes, validates or versions cache files.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import hashlib
 import json
 import os
 import sys
+import types
+import typing
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
+
+from hp_invariants import api
 
 from hp_invariants.model import Applicability, Confidence, Edit, FileProblem, FileResult, Finding, Fix
 
@@ -20,6 +26,423 @@ if TYPE_CHECKING:  # pragma: no cover
     from hp_invariants.config import Settings
     from hp_invariants.engine import _TrackingProject
     from hp_invariants.project import Project
+
+
+# ====================================================================== the codec of declared types
+_DECODE_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError)
+
+
+class Malformed(ValueError):
+    """Stored data that is not a value of the declared type (read as missing)."""
+
+
+class Codec:
+    """The encoder and checking decoder of one declared type (see :func:`codec`).
+
+    :meth:`encode` gives the JSON data of a value and raises ``TypeError`` for a value that is not
+    of the type (the caller then does not store it); :meth:`decode` gives the value back from JSON
+    data and raises :class:`Malformed` for data of any other shape; :meth:`dumps` / :meth:`loads`
+    do the same with JSON text (ASCII: a lone surrogate in a string survives)."""
+
+    __slots__ = ("type", "encode_data", "decode_data")
+
+    def __init__(self, declared: Any, encode: Callable[[Any], Any], decode: Callable[[Any], Any]):
+        self.type = declared
+        self.encode_data = encode
+        self.decode_data = decode
+
+    def encode(self, value: Any) -> Any:
+        """The JSON data of ``value``; raises ``TypeError`` when it is not of the declared type."""
+        try:
+            return self.encode_data(value)
+        except RecursionError:
+            raise TypeError("nested too deep to store") from None
+
+    def decode(self, data: Any) -> Any:
+        """The value of the JSON data ``data``; raises :class:`Malformed` for anything else."""
+        try:
+            return self.decode_data(data)
+        except _DECODE_ERRORS as exc:
+            raise Malformed(f"not a {_type_name(self.type)}: {exc}") from None
+
+    def dumps(self, value: Any) -> str:
+        """The JSON text of ``value`` (raises ``TypeError`` as :meth:`encode`)."""
+        return _dumps(self.encode(value))
+
+    def loads(self, text: str | bytes) -> Any:
+        """The value of the JSON text ``text``; raises :class:`Malformed` for anything else."""
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError, MemoryError) as exc:
+            raise Malformed(f"not JSON: {exc}") from None
+        return self.decode(data)
+
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+"""Compact ASCII JSON text (one encoder for every call: ``json.dumps`` with options builds one per call)."""
+
+_CODECS: dict[Any, Codec] = {}
+
+
+def codec(declared: Any) -> Codec:
+    """The :class:`Codec` of the type ``declared`` (memoized).
+
+    Types: ``str``, ``int``, ``float``, ``bool``, ``None``, ``bytes`` (hex text), enums (their
+    values), ``tuple[T, ...]``, ``tuple[A, B]``, ``list[T]``, ``frozenset[T]`` and ``set[T]``
+    (sorted lists), ``dict[str, V]`` (a JSON object) and ``dict[K, V]`` (a list of pairs),
+    ``Optional[T]`` and unions whose members have different JSON forms, :data:`~hp_invariants.api.Plain`,
+    :class:`Raw` (JSON data passed through), and ``NamedTuple`` and dataclass records (lists of their fields, by their annotations; a
+    ``NamedTuple`` record also takes a plain tuple of its fields). Names in string annotations are
+    looked up in the record's module, then in :mod:`hp_invariants.api`. Raises ``TypeError`` for any
+    other type (``Any``, ``object``, a union whose members share a JSON form)."""
+    try:
+        return _CODECS[declared]
+    except (KeyError, TypeError):
+        pass
+    built = _Builder().codec(declared, _namespace(None))
+    try:
+        _CODECS[declared] = built
+    except TypeError:  # an unhashable annotation: not memoized
+        pass
+    return built
+
+
+def _type_name(declared: Any) -> str:
+    return getattr(declared, "__name__", None) or repr(declared)
+
+
+def _namespace(owner: Any) -> dict[str, Any]:
+    """Where the names of ``owner``'s string annotations are looked up: its module, then the api."""
+    space = dict(vars(api))
+    module = sys.modules.get(getattr(owner, "__module__", "") or "")
+    if module is not None:
+        space.update(vars(module))
+    return space
+
+
+_STR = frozenset({str})
+_INT = frozenset({int})
+_NONE = type(None)
+_UNION_TYPES = (Union, types.UnionType)
+
+
+class _Slot:
+    """A codec under construction (a recursive type refers to itself through its slot)."""
+
+    __slots__ = ("encode", "decode", "forms", "accepts")
+
+    def __init__(self) -> None:
+        self.encode: Callable[[Any], Any] | None = None
+        self.decode: Callable[[Any], Any] | None = None
+        self.forms: frozenset[type] = frozenset({list})
+        self.accepts: frozenset[type] = frozenset({tuple, list})
+
+    def set(self, encode: Callable[[Any], Any] | None, decode: Callable[[Any], Any] | None,
+            forms: frozenset[type] | None = None, accepts: frozenset[type] | None = None) -> None:
+        """Fill the slot: converters (``None``: not yet), JSON types of the data, Python types of a value."""
+        self.encode, self.decode = encode, decode
+        if forms is not None:
+            self.forms = forms
+        if accepts is not None:
+            self.accepts = accepts
+
+
+class _Builder:
+    """Builds the converters of one declared type, once (see :func:`codec`)."""
+
+    def __init__(self) -> None:
+        self.slots: dict[Any, _Slot] = {}
+
+    def codec(self, declared: Any, space: dict[str, Any]) -> Codec:
+        slot = self.slot(declared, space)
+        return Codec(declared, slot.encode, slot.decode)  # type: ignore[arg-type]
+
+    def slot(self, declared: Any, space: dict[str, Any]) -> _Slot:
+        """The converters of ``declared``: ``encode``, ``decode``, the Python types a value may have
+        (``accepts``) and the JSON types of its data (``forms``)."""
+        if isinstance(declared, str):
+            declared = typing.ForwardRef(declared)
+        if isinstance(declared, typing.ForwardRef):
+            try:
+                declared = eval(declared.__forward_arg__, space)  # noqa: S307 - a type annotation of our own code
+            except Exception as exc:  # noqa: BLE001
+                raise TypeError(f"cannot resolve the annotation {declared.__forward_arg__!r}: {exc}") from None
+        key = declared
+        try:
+            found = self.slots.get(key)
+        except TypeError:
+            key, found = id(declared), self.slots.get(id(declared))
+        if found is not None:
+            if found.encode is None:  # recursion: converters that look the finished ones up
+                return _deferred(found)
+            return found
+        slot = self.slots[key] = _Slot()
+        try:
+            self.fill(slot, declared, space)
+        except BaseException:
+            del self.slots[key]
+            raise
+        return slot
+
+    def fill(self, slot: _Slot, declared: Any, space: dict[str, Any]) -> None:  # noqa: C901 - one case per type
+        origin, args = typing.get_origin(declared), typing.get_args(declared)
+        if declared is None or declared is _NONE:
+            slot.set(_none, _none, frozenset({_NONE}), frozenset({_NONE}))
+        elif declared in (str, int, float, bool):
+            slot.set(_scalar(declared), _interned if declared is str else _scalar(declared),
+                     frozenset({declared}), frozenset({declared}))
+        elif declared is Raw:
+            kinds = frozenset({_NONE, str, int, float, bool, list, dict})
+            slot.set(_same, _same, kinds, kinds)
+        elif declared is bytes:
+            slot.set(_bytes_encode, _bytes_decode, frozenset({str}), frozenset({bytes}))
+        elif isinstance(declared, type) and issubclass(declared, enum.Enum):
+            self.fill_enum(slot, declared)
+        elif origin in _UNION_TYPES:
+            self.fill_union(slot, declared, args, space)
+        elif origin in (tuple, list, frozenset, set) or declared in (tuple, list, frozenset, set):
+            self.fill_sequence(slot, declared, origin or declared, args, space)
+        elif origin is dict:
+            self.fill_dict(slot, declared, args, space)
+        elif isinstance(declared, type) and issubclass(declared, tuple) and hasattr(declared, "_fields"):
+            self.fill_record(slot, declared, declared._fields, space, named_tuple=True)
+        elif isinstance(declared, type) and dataclasses.is_dataclass(declared):
+            fields = tuple(f.name for f in dataclasses.fields(declared) if f.init)
+            self.fill_record(slot, declared, fields, space, named_tuple=False)
+        else:
+            raise TypeError(f"no stored form for the type {_type_name(declared)}")
+
+    def fill_enum(self, slot: _Slot, declared: type[enum.Enum]) -> None:
+        kinds = {type(member.value) for member in declared}
+        if not kinds or not kinds <= {str, int}:
+            raise TypeError(f"no stored form for the enum {declared.__name__}: str or int values expected")
+
+        def encode(value: Any) -> Any:
+            if not isinstance(value, declared):
+                raise TypeError(f"{declared.__name__} expected, got {type(value).__name__}")
+            return value.value
+
+        def decode(data: Any) -> Any:
+            if type(data) not in kinds:
+                raise TypeError(f"{declared.__name__} value expected")
+            return declared(data)
+
+        slot.set(encode, decode, frozenset(kinds), frozenset({declared, *declared.__subclasses__()}))
+
+    def fill_union(self, slot: _Slot, declared: Any, args: tuple, space: dict[str, Any]) -> None:
+        members = [self.slot(arg, space) for arg in args]
+        encoders: dict[type, Callable[[Any], Any]] = {}
+        decoders: dict[type, Callable[[Any], Any]] = {}
+        for member in members:
+            for form in member.forms:
+                if form in decoders:
+                    raise TypeError(f"the members of {declared!r} share a JSON form ({form.__name__})")
+                decoders[form] = member.decode  # type: ignore[assignment]
+            for kind in member.accepts:
+                encoders.setdefault(kind, member.encode)
+        get_encoder, get_decoder = encoders.get, decoders.get
+
+        def encode(value: Any) -> Any:
+            found = get_encoder(type(value))
+            if found is None:
+                raise TypeError(f"{_type_name(declared)} expected, got {type(value).__name__}")
+            return found(value)
+
+        def decode(data: Any) -> Any:
+            found = get_decoder(type(data))
+            if found is None:
+                raise TypeError(f"{_type_name(declared)} expected, got JSON {type(data).__name__}")
+            return found(data)
+
+        slot.set(encode, decode, frozenset(decoders), frozenset(encoders))
+
+    def fill_sequence(self, slot: _Slot, declared: Any, origin: type, args: tuple, space: dict[str, Any]) -> None:
+        if not args:
+            raise TypeError(f"no stored form for {_type_name(declared)} without an item type")
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            self.fill_fixed(slot, declared, args, space)
+            return
+        item = self.slot(args[0], space)
+        make: Callable[[Any], Any] = frozenset if origin is frozenset else origin
+        is_set = origin in (frozenset, set)
+        accepts = (frozenset, set) if is_set else (tuple, list)
+        plain_str = args[0] is str
+        item_encode, item_decode = item.encode, item.decode
+
+        def encode(value: Any) -> list:
+            if type(value) not in accepts:
+                raise TypeError(f"{_type_name(declared)} expected, got {type(value).__name__}")
+            if plain_str:
+                if value and not set(map(type, value)) <= _STR:  # checked at C speed
+                    raise TypeError("str items expected")
+                return sorted(value) if is_set else list(value)
+            out = [item_encode(v) for v in value]  # type: ignore[misc]
+            if is_set:
+                out.sort(key=_sort_key)
+            return out
+
+        def decode(data: Any) -> Any:
+            if type(data) is not list:
+                raise TypeError(f"{_type_name(declared)}: a list expected")
+            if plain_str:
+                if data and not set(map(type, data)) <= _STR:  # checked at C speed
+                    raise TypeError("str items expected")
+                return data if make is list else make(data)
+            return make(map(item_decode, data))  # type: ignore[arg-type]
+
+        slot.set(encode, decode, frozenset({list}), frozenset(accepts))
+
+    def fill_fixed(self, slot: _Slot, declared: Any, args: tuple, space: dict[str, Any]) -> None:
+        items = [self.slot(arg, space) for arg in args]
+        count = len(items)
+
+        def encode(value: Any) -> list:
+            if type(value) not in (tuple, list) or len(value) != count:
+                raise TypeError(f"{_type_name(declared)}: {count} items expected")
+            return [item.encode(v) for item, v in zip(items, value)]  # type: ignore[misc]
+
+        def decode(data: Any) -> tuple:
+            if type(data) is not list or len(data) != count:
+                raise ValueError(f"{_type_name(declared)}: {count} items expected")
+            return tuple([item.decode(v) for item, v in zip(items, data)])  # type: ignore[misc]
+
+        slot.set(encode, decode, frozenset({list}), frozenset({tuple, list}))
+
+    def fill_dict(self, slot: _Slot, declared: Any, args: tuple, space: dict[str, Any]) -> None:
+        if len(args) != 2:
+            raise TypeError(f"no stored form for {_type_name(declared)} without key and value types")
+        value = self.slot(args[1], space)
+        str_values = args[1] is str
+        if args[0] is str:
+            def encode(data: Any) -> dict:
+                if type(data) is not dict:
+                    raise TypeError(f"{_type_name(declared)} expected, got {type(data).__name__}")
+                if data and not set(map(type, data)) <= _STR:
+                    raise TypeError("str keys expected")
+                if str_values:
+                    if data and not set(map(type, data.values())) <= _STR:
+                        raise TypeError("str values expected")
+                    return data
+                enc = value.encode
+                return {k: enc(v) for k, v in data.items()}  # type: ignore[misc]
+
+            def decode(data: Any) -> dict:
+                if type(data) is not dict:
+                    raise TypeError(f"{_type_name(declared)}: a JSON object expected")
+                if str_values:  # JSON object keys are always str
+                    if data and not set(map(type, data.values())) <= _STR:
+                        raise TypeError("str values expected")
+                    return data
+                dec = value.decode
+                return {k: dec(v) for k, v in data.items()}  # type: ignore[misc]
+
+            slot.set(encode, decode, frozenset({dict}), frozenset({dict}))
+            return
+        key = self.slot(args[0], space)
+
+        def encode_pairs(data: Any) -> list:
+            if type(data) is not dict:
+                raise TypeError(f"{_type_name(declared)} expected, got {type(data).__name__}")
+            enc_key, enc_value = key.encode, value.encode
+            return [[enc_key(k), enc_value(v)] for k, v in data.items()]  # type: ignore[misc]
+
+        def decode_pairs(data: Any) -> dict:
+            if type(data) is not list:
+                raise TypeError(f"{_type_name(declared)}: a list of pairs expected")
+            dec_key, dec_value = key.decode, value.decode
+            out = {}
+            for pair in data:
+                if type(pair) is not list or len(pair) != 2:
+                    raise ValueError("a [key, value] pair expected")
+                out[dec_key(pair[0])] = dec_value(pair[1])  # type: ignore[misc]
+            return out
+
+        slot.set(encode_pairs, decode_pairs, frozenset({list}), frozenset({dict}))
+
+    def fill_record(self, slot: _Slot, declared: type, fields: tuple[str, ...], space: dict[str, Any],
+                    named_tuple: bool) -> None:
+        try:
+            hints = typing.get_type_hints(declared, globalns=_namespace(declared))
+        except Exception as exc:  # noqa: BLE001 - a name the annotations use is not defined
+            raise TypeError(f"cannot read the annotations of {declared.__name__}: {exc}") from None
+        space = _namespace(declared)
+        slot.set(None, None, frozenset({list}), frozenset({declared, tuple, list} if named_tuple else {declared}))
+        converters = [self.slot(hints[name], space) for name in fields]
+        count = len(fields)
+        name = declared.__name__
+        make = declared._make if named_tuple else (lambda values: declared(*values))  # type: ignore[attr-defined]
+
+        if named_tuple:
+            def encode(value: Any) -> list:
+                if not isinstance(value, (tuple, list)) or len(value) != count:
+                    raise TypeError(f"{name}: {count} fields expected, got {type(value).__name__}")
+                return [c.encode(v) for c, v in zip(converters, value)]  # type: ignore[misc]
+        else:
+            def encode(value: Any) -> list:
+                if not isinstance(value, declared):
+                    raise TypeError(f"{name} expected, got {type(value).__name__}")
+                return [c.encode(getattr(value, f)) for c, f in zip(converters, fields)]  # type: ignore[misc]
+
+        def decode(data: Any) -> Any:
+            if type(data) is not list or len(data) != count:
+                raise ValueError(f"{name}: {count} fields expected")
+            return make([c.decode(v) for c, v in zip(converters, data)])  # type: ignore[misc]
+
+        slot.set(encode, decode)
+
+
+def _deferred(slot: _Slot) -> _Slot:
+    """Converters of a slot still being filled (a recursive type), resolved when first called."""
+    out = _Slot()
+    out.set(lambda value: slot.encode(value), lambda data: slot.decode(data))  # type: ignore[misc]
+    return out
+
+
+class Raw:
+    """A declared type for JSON data kept as it is (the store decodes it later with the codec of its
+    own type: a facts kind's dependency record inside a file's results)."""
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _none(value: Any) -> None:
+    if value is not None:
+        raise TypeError("None expected")
+    return None
+
+
+def _scalar(kind: type) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        if type(value) is not kind:
+            raise TypeError(f"{kind.__name__} expected, got {type(value).__name__}")
+        return value
+    return convert
+
+
+def _interned(data: Any) -> str:
+    return sys.intern(data)  # raises TypeError for anything but a str
+
+
+def _bytes_encode(value: Any) -> str:
+    if type(value) is not bytes:
+        raise TypeError(f"bytes expected, got {type(value).__name__}")
+    return value.hex()
+
+
+def _bytes_decode(data: Any) -> bytes:
+    if type(data) is not str:
+        raise TypeError("hex text expected")
+    value = bytes.fromhex(data)
+    if 2 * len(value) != len(data):  # no spaces: one form per value
+        raise ValueError("hex text expected")
+    return value
+
+
+def _sort_key(data: Any) -> str:
+    """The order of a set's encoded items (any JSON data): by their JSON text."""
+    return _dumps(data)
 
 
 def _plain(value: Any) -> Any:
