@@ -337,10 +337,17 @@ class Project:
     def _rebuilder(self, root: Path, facts: Sequence[ProjectFacts], scan: Scan, manifest: dict,
                    cache: ProjectCache, kind: ProjectFacts) -> Callable[[], Any]:
         """The ``rebuild`` callable of :meth:`ProjectFacts.restore`: builds ``kind`` from the
-        summaries (project-level work: outside the caller's time budget, collector paused)."""
+        summaries (project-level work: outside the caller's time budget, collector paused), with a
+        project of the same settings: not this one, which holds the restored object that holds the
+        rebuild (a reference cycle would keep both, and the store's snapshot they read through, alive
+        until a full collection)."""
+        settings = {"cache_dir": self.cache_dir, "use_cache": self.use_cache, "jobs": self.jobs,
+                    "is_excluded": self.is_excluded}
+
         def rebuild() -> Any:
             with budget_paused(), gc_paused():
-                return self._build_from_summaries(root, facts, scan, manifest, cache, [kind])[kind.key]
+                builder = Project(**settings)
+                return builder._build_from_summaries(root, facts, scan, manifest, cache, [kind])[kind.key]
         return rebuild
 
     def _build_from_summaries(self, root: Path, facts: Sequence[ProjectFacts], scan: Scan, manifest: dict,

@@ -115,6 +115,7 @@ _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 """Compact ASCII JSON text (one encoder for every call: ``json.dumps`` with options builds one per call)."""
 
 _CODECS: dict[Any, Codec] = {}
+_BY_ID: dict[int, tuple[Any, Codec]] = {}
 
 
 def codec(declared: Any) -> Codec:
@@ -128,15 +129,18 @@ def codec(declared: Any) -> Codec:
     ``NamedTuple`` record also takes a plain tuple of its fields). Names in string annotations are
     looked up in the record's module, then in :mod:`hp_invariants.api`. Raises ``TypeError`` for any
     other type (``Any``, ``object``, a union whose members share a JSON form)."""
+    found = _BY_ID.get(id(declared))
+    if found is not None and found[0] is declared:  # hashing a typing alias is slow: the same object first
+        return found[1]
     try:
-        return _CODECS[declared]
+        built = _CODECS[declared]
     except (KeyError, TypeError):
-        pass
-    built = _Builder().codec(declared, _namespace(None))
-    try:
-        _CODECS[declared] = built
-    except TypeError:  # an unhashable annotation: not memoized
-        pass
+        built = _Builder().codec(declared, _namespace(None))
+        try:
+            _CODECS[declared] = built
+        except TypeError:  # an unhashable annotation: not memoized by value
+            pass
+    _BY_ID[id(declared)] = (declared, built)  # the annotation is kept: its id stays its own
     return built
 
 
@@ -200,6 +204,8 @@ class _Builder:
                 declared = eval(declared.__forward_arg__, space)  # noqa: S307 - a type annotation of our own code
             except Exception as exc:  # noqa: BLE001
                 raise TypeError(f"cannot resolve the annotation {declared.__forward_arg__!r}: {exc}") from None
+        if _is_plain(declared):
+            return _PLAIN
         key = declared
         try:
             found = self.slots.get(key)
@@ -328,16 +334,18 @@ class _Builder:
     def fill_fixed(self, slot: _Slot, declared: Any, args: tuple, space: dict[str, Any]) -> None:
         items = [self.slot(arg, space) for arg in args]
         count = len(items)
+        encoders = tuple(item.encode for item in items)
+        decoders = tuple(item.decode for item in items)
 
         def encode(value: Any) -> list:
             if type(value) not in (tuple, list) or len(value) != count:
                 raise TypeError(f"{_type_name(declared)}: {count} items expected")
-            return [item.encode(v) for item, v in zip(items, value)]  # type: ignore[misc]
+            return [f(v) for f, v in zip(encoders, value)]  # type: ignore[misc]
 
         def decode(data: Any) -> tuple:
             if type(data) is not list or len(data) != count:
                 raise ValueError(f"{_type_name(declared)}: {count} items expected")
-            return tuple([item.decode(v) for item, v in zip(items, data)])  # type: ignore[misc]
+            return tuple([f(v) for f, v in zip(decoders, data)])  # type: ignore[misc]
 
         slot.set(encode, decode, frozenset({list}), frozenset({tuple, list}))
 
@@ -401,27 +409,67 @@ class _Builder:
         space = _namespace(declared)
         slot.set(None, None, frozenset({list}), frozenset({declared, tuple, list} if named_tuple else {declared}))
         converters = [self.slot(hints[name], space) for name in fields]
-        count = len(fields)
-        name = declared.__name__
-        make = declared._make if named_tuple else (lambda values: declared(*values))  # type: ignore[attr-defined]
-
-        if named_tuple:
-            def encode(value: Any) -> list:
-                if not isinstance(value, (tuple, list)) or len(value) != count:
-                    raise TypeError(f"{name}: {count} fields expected, got {type(value).__name__}")
-                return [c.encode(v) for c, v in zip(converters, value)]  # type: ignore[misc]
-        else:
-            def encode(value: Any) -> list:
-                if not isinstance(value, declared):
-                    raise TypeError(f"{name} expected, got {type(value).__name__}")
-                return [c.encode(getattr(value, f)) for c, f in zip(converters, fields)]  # type: ignore[misc]
-
-        def decode(data: Any) -> Any:
-            if type(data) is not list or len(data) != count:
-                raise ValueError(f"{name}: {count} fields expected")
-            return make([c.decode(v) for c, v in zip(converters, data)])  # type: ignore[misc]
-
+        encode, decode = _record_converters(declared, fields, [hints[name] for name in fields], converters,
+                                            named_tuple)
         slot.set(encode, decode)
+
+
+def _record_converters(declared: type, fields: tuple[str, ...], kinds: list[Any], converters: list[_Slot],
+                       named_tuple: bool) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """The encoder and decoder of a record, generated once as Python source (as :func:`collections.namedtuple`
+    and :mod:`dataclasses` generate theirs) with the checks of ``str``, ``int``, ``float``, ``bool``,
+    ``None`` and string-collection fields inline and the other fields' converters called: a summary
+    holds thousands of small records, and a call per field made decoding them 4x slower than E9502's
+    hand-written decoder was."""
+    count = len(fields)
+    env: dict[str, Any] = {"_cls": declared, "_new": tuple.__new__, "_intern": sys.intern, "_STR": _STR,
+                           "_set": set, "_list": list, "_tuple": tuple, "_frozenset": frozenset, "_sorted": sorted,
+                           "_type": type, "_len": len, "_isinstance": isinstance, "_TypeError": TypeError,
+                           "_ValueError": ValueError, "_name": declared.__name__}
+    enc: list[str] = []
+    dec: list[str] = []
+    for i, (kind, converter) in enumerate(zip(kinds, converters)):
+        env[f"_e{i}"], env[f"_d{i}"], env[f"_k{i}"] = converter.encode, converter.decode, kind
+        origin, args = typing.get_origin(kind), typing.get_args(kind)
+        strings = args[:1] == (str,) and (origin in (frozenset, set) or (origin is tuple and args == (str, Ellipsis)))
+        if kind is str:
+            enc.append(f"  if _type(x{i}) is not str: raise _TypeError(_name + '.{fields[i]}: str expected')")
+            dec.append(f"  x{i} = _intern(x{i})")
+        elif kind in (bool, int, float):
+            check = f"  if _type(x{i}) is not _k{i}: raise _TypeError(_name + '.{fields[i]}: {kind.__name__} expected')"
+            enc.append(check)
+            dec.append(check)
+        elif kind is None or kind is _NONE:
+            check = f"  if x{i} is not None: raise _TypeError(_name + '.{fields[i]}: None expected')"
+            enc.append(check)
+            dec.append(check)
+        elif strings:
+            make = "_frozenset" if origin is frozenset else "_set" if origin is set else "_tuple"
+            accepts = "(frozenset, set)" if origin in (frozenset, set) else "(tuple, list)"
+            enc.append(f"  if _type(x{i}) not in {accepts} or (x{i} and not _set(map(_type, x{i})) <= _STR): "
+                       f"raise _TypeError(_name + '.{fields[i]}: str items expected')")
+            enc.append(f"  x{i} = {'_sorted' if origin in (frozenset, set) else '_list'}(x{i})")
+            dec.append(f"  if _type(x{i}) is not _list or (x{i} and not _set(map(_type, x{i})) <= _STR): "
+                       f"raise _TypeError(_name + '.{fields[i]}: str items expected')")
+            dec.append(f"  x{i} = {make}(x{i})")
+        else:
+            enc.append(f"  x{i} = _e{i}(x{i})")
+            dec.append(f"  x{i} = _d{i}(x{i})")
+    names = ", ".join(f"x{i}" for i in range(count)) + ("," if count == 1 else "")
+    if named_tuple:
+        take = (f"  if not _isinstance(value, (tuple, list)) or _len(value) != {count}: "
+                f"raise _TypeError(_name + ': {count} fields expected')\n  {names} = value")
+        build = f"_new(_cls, ({names}))"
+    else:
+        take = (f"  if not _isinstance(value, _cls): raise _TypeError(_name + ' expected')\n"
+                + "".join(f"  x{i} = value.{field}\n" for i, field in enumerate(fields)))
+        build = f"_cls({names})"
+    source = (f"def encode(value):\n{take}\n" + "".join(line + "\n" for line in enc) + f"  return [{names}]\n"
+              f"def decode(data):\n  if _type(data) is not _list or _len(data) != {count}: "
+              f"raise _ValueError(_name + ': {count} fields expected')\n  {names} = data\n"
+              + "".join(line + "\n" for line in dec) + f"  return {build}\n")
+    exec(compile(source, f"<stored form of {declared.__qualname__}>", "exec"), env)  # noqa: S102 - our own source
+    return env["encode"], env["decode"]
 
 
 def _deferred(slot: _Slot) -> _Slot:
@@ -431,6 +479,31 @@ def _deferred(slot: _Slot) -> _Slot:
     return out
 
 
+_PLAIN_SCALARS = frozenset({str, int, float, bool, _NONE})
+
+
+def _plain_encode(value: Any) -> Any:
+    """:data:`~hp_invariants.api.Plain` to JSON data (one function: the generic union is 4x slower)."""
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return list(map(_plain_encode, value))
+    if kind in _PLAIN_SCALARS:
+        return value
+    raise TypeError(f"plain data expected, got {kind.__name__}")
+
+
+def _plain_decode(data: Any) -> Any:
+    """JSON data to :data:`~hp_invariants.api.Plain` (lists become tuples, strings are interned)."""
+    kind = type(data)
+    if kind is list:
+        return tuple(map(_plain_decode, data))
+    if kind is str:
+        return sys.intern(data)
+    if kind in _PLAIN_SCALARS:
+        return data
+    raise TypeError(f"plain data expected, got JSON {kind.__name__}")
+
+
 class Raw:
     """A declared type for JSON data kept as it is (the store decodes it later with the codec of its
     own type: a facts kind's dependency record inside a file's results)."""
@@ -438,6 +511,25 @@ class Raw:
 
 def _same(value: Any) -> Any:
     return value
+
+
+def _is_plain(declared: Any, depth: int = 0) -> bool:
+    """True for :data:`~hp_invariants.api.Plain`, also as ``typing.get_type_hints`` rebuilds it (its
+    inner ``"Plain"`` evaluated, so no longer the same object)."""
+    if declared is api.Plain or (isinstance(declared, typing.ForwardRef) and declared.__forward_arg__ == "Plain"):
+        return True
+    if depth > 3 or typing.get_origin(declared) is not Union:
+        return False
+    args = typing.get_args(declared)
+    if len(args) != 6 or set(args[:5]) != {str, int, float, bool, _NONE} or typing.get_origin(args[5]) is not tuple:
+        return False
+    inner = typing.get_args(args[5])
+    return len(inner) == 2 and inner[1] is Ellipsis and _is_plain(inner[0], depth + 1)
+
+
+_PLAIN = _Slot()
+_PLAIN.set(_plain_encode, _plain_decode, frozenset({_NONE, str, int, float, bool, list}),
+           frozenset({_NONE, str, int, float, bool, tuple, list}))
 
 
 def _none(value: Any) -> None:
@@ -671,6 +763,7 @@ class Database:
             if self._conn is not None:
                 _FORSAKEN.append(self._conn)
             _FORSAKEN.extend(snapshot.conn for snapshot in self._snapshots)
+            _SNAPSHOTS[:] = [snapshot for snapshot in _SNAPSHOTS if snapshot.pid == pid]
             self._conn, self._pid, self._writable, self._failed, self._snapshots = None, pid, False, False, []
         if self._conn is not None and (self._writable or not create):
             return self._conn
@@ -688,7 +781,7 @@ class Database:
             self._failed = True
         return self._conn
 
-    def _open(self, create: bool) -> Any:
+    def _open(self, create: bool, again: bool = True) -> Any:
         sqlite3 = _sqlite()
         if create:
             try:
@@ -719,10 +812,9 @@ class Database:
             return conn
         except sqlite3.Error as exc:
             conn.close()
-            if _damaged(exc) and create:
+            if _damaged(exc) and create and again:  # replaced by an empty one, once
                 self._remove_files()
-                return self._open(create=True) if os.path.exists(self.folder) and not os.path.exists(self.path) \
-                    else None
+                return self._open(create=True, again=False)
             return self._open_read_only()
 
     def _open_read_only(self) -> Any:
@@ -787,8 +879,8 @@ class Database:
         into the database)."""
         with self._lock:
             if self._pid == os.getpid():
-                for snapshot in self._snapshots:
-                    snapshot.close()
+                for snapshot in list(self._snapshots):
+                    snapshot.release(everything=True)
                 if self._conn is not None:
                     try:
                         self._conn.close()
@@ -798,9 +890,10 @@ class Database:
 
     def snapshot(self, gen: int) -> Snapshot | None:
         """A :class:`Snapshot` in which the built object ``gen`` is stored: the newest one of this process
-        when it holds it, else a new one; ``None`` when it is stored no more (or cannot be read). At most
-        :data:`MAX_SNAPSHOTS` stay open (the oldest is closed beyond: its objects then read the database
-        as it is, see :class:`_KeyedRows`)."""
+        when it holds it, else a new one; ``None`` when it is stored no more (or cannot be read). A
+        snapshot closes when the last view reading through it is gone; at most :data:`MAX_SNAPSHOTS`
+        stay open (beyond, the one read least recently is closed: its views then read the database as it
+        is, see :class:`_KeyedRows`)."""
         sqlite3 = _sqlite()
         query = "SELECT 1 FROM built WHERE gen = ?"
         with self._lock:
@@ -824,8 +917,9 @@ class Database:
                 if conn.execute(query, (gen,)).fetchone():
                     snapshot = Snapshot(self, conn)
                     self._snapshots.append(snapshot)
-                    while len(self._snapshots) > MAX_SNAPSHOTS:
-                        self._snapshots.pop(0).close()
+                    _SNAPSHOTS.append(snapshot)
+                    if len(_SNAPSHOTS) > MAX_SNAPSHOTS:
+                        min(_SNAPSHOTS[:-1], key=lambda old: old.used).release(everything=True)
                     return snapshot
             except sqlite3.Error:
                 pass
@@ -890,8 +984,16 @@ class Database:
         self._remove_files()
 
 
-MAX_SNAPSHOTS = 8
-"""At most this many :class:`Snapshot` connections stay open per database and process."""
+MAX_SNAPSHOTS = 16
+"""At most this many :class:`Snapshot` connections stay open in a process (two file descriptors each;
+in a run they are one or two per cache folder: every object restored before anything newer was
+written shares the newest)."""
+
+_SNAPSHOTS: list[Snapshot] = []
+"""The open snapshots of this process, every database's."""
+
+_READS = [0]
+"""A counter of snapshot reads (the order in which snapshots were last read)."""
 
 
 class Snapshot:
@@ -901,12 +1003,29 @@ class Snapshot:
     this one) replaces it, as a file kept open would (a closed snapshot, or one inherited by a
     forked worker, reads the database as it is instead)."""
 
-    __slots__ = ("db", "conn", "pid")
+    __slots__ = ("db", "conn", "pid", "views", "used")
 
     def __init__(self, db: Database, conn: Any):
         self.db = db
         self.conn = conn
         self.pid = os.getpid()
+        self.views = 0
+        self.used = 0
+
+    def hold(self) -> None:
+        """Count one more view reading through this snapshot."""
+        self.views += 1
+
+    def release(self, everything: bool = False) -> None:
+        """Count one view less (``everything``: close now); the last one gone closes the snapshot."""
+        self.views = 0 if everything else self.views - 1
+        if self.views <= 0:
+            with self.db._lock:
+                self.close()
+                if self in self.db._snapshots:
+                    self.db._snapshots.remove(self)
+                if self in _SNAPSHOTS:
+                    _SNAPSHOTS.remove(self)
 
     def rows(self, sql: str, args: Sequence[Any]) -> list | None:
         """The rows of ``sql`` read in the snapshot; ``None`` when it cannot serve (closed, or of
@@ -914,6 +1033,8 @@ class Snapshot:
         with self.db._lock:
             if self.conn is None or self.pid != os.getpid():
                 return None
+            _READS[0] += 1
+            self.used = _READS[0]
             try:
                 return self.conn.execute(sql, args).fetchall()
             except Exception as exc:  # noqa: BLE001 - sqlite3.Error, or an argument SQLite cannot take
@@ -1292,6 +1413,7 @@ class _KeyedRows(KeyedTable):
     def __init__(self, snapshot: Snapshot, gen: int, part: str, item: Codec, count: int, digest: int,
                  recovery: _Recovery):
         self._snapshot = snapshot
+        snapshot.hold()
         self._gen = gen
         self._part = part
         self._codec = item
@@ -1367,6 +1489,12 @@ class _KeyedRows(KeyedTable):
         found = self._snapshot.rows(sql, args)
         return self._snapshot.db.rows_or_raise(sql, args) if found is None else found
 
+    def __del__(self) -> None:
+        try:
+            self._snapshot.release()
+        except Exception:  # noqa: BLE001 - at interpreter exit the module may be half gone
+            pass
+
     def _confirm_absent(self) -> None:
         """Raise :class:`StoreError` unless an absent key is absent from the stored object: its keys are
         intact (checked once) and, read outside the snapshot, it is still stored."""
@@ -1401,6 +1529,7 @@ class _ListRows(ListTable):
     def __init__(self, snapshot: Snapshot, gen: int, part: str, item: Codec, count: int, digest: int,
                  recovery: _Recovery):
         self._snapshot = snapshot
+        snapshot.hold()
         self._gen = gen
         self._part = part
         self._codec = item
@@ -1439,6 +1568,7 @@ class _ListRows(ListTable):
         return item
 
     _rows = _KeyedRows._rows
+    __del__ = _KeyedRows.__del__
 
     def _recover(self) -> list[Any]:
         if self._fallback is None:

@@ -797,6 +797,30 @@ def test_many_roots_share_one_database_and_few_files(tmp_path):
         assert sum(str(cache) in f for f in open_files) <= 3 * (1 + store_module.MAX_SNAPSHOTS)
 
 
+def test_a_restored_object_answers_as_stored_while_a_newer_build_replaces_it(tmp_path):
+    """An object restored from the store reads its entries in a snapshot (an open read transaction):
+    a later build of a changed project (this process's or another run's) replaces the stored object,
+    and the restored one still answers as it was stored (as a file kept open did). The snapshot closes
+    with the last object reading through it."""
+    import gc
+
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    project_module.Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)  # stored
+    old = project_module.Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)
+    assert not isinstance(old.files, list) and store_module._SNAPSHOTS  # restored: read through a snapshot
+    (root / "pkg" / "other.py").write_text("class Made:\n    pass\n\n\nclass Other(Made):\n    pass\n\n\nMade()\n")
+    new = project_module.Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)
+    assert "Made" in new._uses_table()
+    assert new.paths == old.paths and old._uses_by_name.get("Made") is None and "Made" not in old._uses_by_name
+    other = old.file_index(str(root / "pkg" / "other.py"))
+    assert [c.qualname for c in old.files[other].classes] == []  # the stored (old) summary
+    assert old.used((old.file_index(str(root / "pkg" / "child.py")), "Child"))
+    del old, new
+    gc.collect()
+    assert store_module._SNAPSHOTS == []
+
+
 # ---------------------------------------------------------------------- concurrent runs
 def test_concurrent_runs_and_workers_share_the_store(tmp_path):
     """Runs at the same time on one cache folder (an editor's and a pre-commit's), each with forked
