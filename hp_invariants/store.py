@@ -118,7 +118,7 @@ _CODECS: dict[Any, Codec] = {}
 _BY_ID: dict[int, tuple[Any, Codec]] = {}
 
 
-def codec(declared: Any) -> Codec:
+def codec(declared: Any, namespace: dict[str, Any] | None = None) -> Codec:
     """The :class:`Codec` of the type ``declared`` (memoized).
 
     Types: ``str``, ``int``, ``float``, ``bool``, ``None``, ``bytes`` (hex text), enums (their
@@ -127,7 +127,8 @@ def codec(declared: Any) -> Codec:
     ``Optional[T]`` and unions whose members have different JSON forms, :data:`~hp_invariants.api.Plain`,
     :class:`Raw` (JSON data passed through), and ``NamedTuple`` and dataclass records (lists of their fields, by their annotations; a
     ``NamedTuple`` record also takes a plain tuple of its fields). Names in string annotations are
-    looked up in the record's module, then in :mod:`hp_invariants.api`. Raises ``TypeError`` for any
+    looked up in the record's module, then in :mod:`hp_invariants.api` (and first in ``namespace``, for
+    a recursive alias declared elsewhere: ``codec(Tree, vars(module))``). Raises ``TypeError`` for any
     other type (``Any``, ``object``, a union whose members share a JSON form)."""
     found = _BY_ID.get(id(declared))
     if found is not None and found[0] is declared:  # hashing a typing alias is slow: the same object first
@@ -135,13 +136,33 @@ def codec(declared: Any) -> Codec:
     try:
         built = _CODECS[declared]
     except (KeyError, TypeError):
-        built = _Builder().codec(declared, _namespace(None))
+        built = _Builder().codec(declared, {**_namespace(None), **(namespace or {})})
         try:
             _CODECS[declared] = built
         except TypeError:  # an unhashable annotation: not memoized by value
             pass
     _BY_ID[id(declared)] = (declared, built)  # the annotation is kept: its id stays its own
     return built
+
+
+def facts_codec(facts: Any, declared: Any) -> Codec:
+    """:func:`codec` of a type ``declared`` by the facts kind ``facts``: names of its recursive aliases
+    are looked up in the modules of the facts kind's classes (most derived first). Memoized."""
+    key = (type(facts), id(declared))
+    found = _FACTS_CODECS.get(key)
+    if found is not None and found[0] is declared:
+        return found[1]
+    space: dict[str, Any] = {}
+    for cls in reversed(type(facts).__mro__):
+        module = sys.modules.get(cls.__module__)
+        if module is not None:
+            space.update(vars(module))
+    built = codec(declared, space)
+    _FACTS_CODECS[key] = (declared, built)
+    return built
+
+
+_FACTS_CODECS: dict[tuple[type, int], tuple[Any, Codec]] = {}
 
 
 def _type_name(declared: Any) -> str:
@@ -158,7 +179,6 @@ def _namespace(owner: Any) -> dict[str, Any]:
 
 
 _STR = frozenset({str})
-_INT = frozenset({int})
 _NONE = type(None)
 _UNION_TYPES = (Union, types.UnionType)
 
@@ -204,8 +224,6 @@ class _Builder:
                 declared = eval(declared.__forward_arg__, space)  # noqa: S307 - a type annotation of our own code
             except Exception as exc:  # noqa: BLE001
                 raise TypeError(f"cannot resolve the annotation {declared.__forward_arg__!r}: {exc}") from None
-        if _is_plain(declared):
-            return _PLAIN
         key = declared
         try:
             found = self.slots.get(key)
@@ -216,6 +234,10 @@ class _Builder:
                 return _deferred(found)
             return found
         slot = self.slots[key] = _Slot()
+        scalars = _nested_scalars(declared, space)
+        if scalars is not None:  # a recursive union of scalars and tuples of itself: its own fast converters
+            slot.set(*_nested_converters(scalars), frozenset({*scalars, list}), frozenset({*scalars, tuple, list}))
+            return slot
         try:
             self.fill(slot, declared, space)
         except BaseException:
@@ -479,29 +501,59 @@ def _deferred(slot: _Slot) -> _Slot:
     return out
 
 
-_PLAIN_SCALARS = frozenset({str, int, float, bool, _NONE})
+_SCALARS = frozenset({str, int, float, bool, _NONE})
 
 
-def _plain_encode(value: Any) -> Any:
-    """:data:`~hp_invariants.api.Plain` to JSON data (one function: the generic union is 4x slower)."""
-    kind = type(value)
-    if kind is tuple or kind is list:
-        return list(map(_plain_encode, value))
-    if kind in _PLAIN_SCALARS:
-        return value
-    raise TypeError(f"plain data expected, got {kind.__name__}")
+def _nested_converters(scalars: frozenset[type]) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """The encoder and decoder of a recursive union of ``scalars`` and tuples of itself (such as
+    :data:`~hp_invariants.api.Plain`): one recursive function each (the generic union calls a
+    function per level and per member: 4x slower on E9502's expressions); strings are interned."""
+    def encode(value: Any) -> Any:
+        kind = type(value)
+        if kind is tuple or kind is list:
+            return list(map(encode, value))
+        if kind in scalars:
+            return value
+        raise TypeError(f"one of {sorted(t.__name__ for t in scalars)} or a tuple of them expected, got {kind.__name__}")
+
+    def decode(data: Any) -> Any:
+        kind = type(data)
+        if kind is list:
+            return tuple(map(decode, data))
+        if kind is str and str in scalars:
+            return sys.intern(data)
+        if kind in scalars:
+            return data
+        raise TypeError(f"one of {sorted(t.__name__ for t in scalars)} or a list of them expected, got JSON {kind.__name__}")
+
+    return encode, decode
 
 
-def _plain_decode(data: Any) -> Any:
-    """JSON data to :data:`~hp_invariants.api.Plain` (lists become tuples, strings are interned)."""
-    kind = type(data)
-    if kind is list:
-        return tuple(map(_plain_decode, data))
-    if kind is str:
-        return sys.intern(data)
-    if kind in _PLAIN_SCALARS:
-        return data
-    raise TypeError(f"plain data expected, got JSON {kind.__name__}")
+def _nested_scalars(declared: Any, space: dict[str, Any], depth: int = 0) -> frozenset[type] | None:
+    """The scalar types of ``declared`` when it is a recursive union of scalar types and of tuples of
+    itself (``X = Union[str, int, Tuple["X", ...]]``, also as ``typing.get_type_hints`` rebuilds it,
+    its inner name evaluated once), else ``None``."""
+    if isinstance(declared, typing.ForwardRef):
+        if depth == 0:
+            return None
+        try:
+            declared = eval(declared.__forward_arg__, space)  # noqa: S307 - a type annotation of our own code
+        except Exception:  # noqa: BLE001
+            return None
+    if depth > 4 or typing.get_origin(declared) not in _UNION_TYPES:
+        return None
+    args = typing.get_args(declared)
+    scalars = frozenset(a for a in args if a in _SCALARS)
+    rest = [a for a in args if a not in _SCALARS]
+    if not scalars or len(rest) != 1 or typing.get_origin(rest[0]) is not tuple:
+        return None
+    inner = typing.get_args(rest[0])
+    if len(inner) != 2 or inner[1] is not Ellipsis:
+        return None
+    if depth == 4 or isinstance(inner[0], typing.ForwardRef) and depth > 0:
+        return scalars  # deep enough: the same shape at every level seen
+    found = _nested_scalars(inner[0], space, depth + 1)
+    return scalars if found == scalars else None
 
 
 class Raw:
@@ -511,25 +563,6 @@ class Raw:
 
 def _same(value: Any) -> Any:
     return value
-
-
-def _is_plain(declared: Any, depth: int = 0) -> bool:
-    """True for :data:`~hp_invariants.api.Plain`, also as ``typing.get_type_hints`` rebuilds it (its
-    inner ``"Plain"`` evaluated, so no longer the same object)."""
-    if declared is api.Plain or (isinstance(declared, typing.ForwardRef) and declared.__forward_arg__ == "Plain"):
-        return True
-    if depth > 3 or typing.get_origin(declared) is not Union:
-        return False
-    args = typing.get_args(declared)
-    if len(args) != 6 or set(args[:5]) != {str, int, float, bool, _NONE} or typing.get_origin(args[5]) is not tuple:
-        return False
-    inner = typing.get_args(args[5])
-    return len(inner) == 2 and inner[1] is Ellipsis and _is_plain(inner[0], depth + 1)
-
-
-_PLAIN = _Slot()
-_PLAIN.set(_plain_encode, _plain_decode, frozenset({_NONE, str, int, float, bool, list}),
-           frozenset({_NONE, str, int, float, bool, tuple, list}))
 
 
 def _none(value: Any) -> None:
@@ -1178,7 +1211,7 @@ class ProjectCache:
         if type(stored) is not dict:
             return None
         try:
-            return {f.key: codec(f.summary_type).decode(stored[f.key]) for f in facts}
+            return {f.key: facts_codec(f, f.summary_type).decode(stored[f.key]) for f in facts}
         except (Malformed, KeyError, TypeError):
             return None
 
@@ -1205,7 +1238,7 @@ class ProjectCache:
         if write_summaries:
             if any(f.summary_type is None for f in self.facts):
                 return  # a facts kind without a declared summary type: not cached
-            codecs = [(f.key, codec(f.summary_type)) for f in self.facts]
+            codecs = [(f.key, facts_codec(f, f.summary_type)) for f in self.facts]
             try:
                 for i, (f, summary) in enumerate(zip(scan.files, summaries)):
                     if f.digest is None or f.rel in transient:
@@ -1332,9 +1365,9 @@ def _persist_parts(facts: ProjectFacts, built: Any, gen: int) -> tuple[_Head, li
         kind, item = _table_kind(declared)
         value = parts[name]
         if kind is None:
-            plain[name] = codec(declared).encode(value)
+            plain[name] = facts_codec(facts, declared).encode(value)
             continue
-        dumps = codec(item).dumps
+        dumps = facts_codec(facts, item).dumps
         if kind is KeyedTable:
             if type(value) is not dict:
                 raise TypeError(f"{name}: a dict expected")
@@ -1365,11 +1398,11 @@ def _restore_parts(snapshot: Snapshot, gen: int, facts: ProjectFacts, head: _Hea
     for name, declared in facts.built_parts.items():
         kind, item = _table_kind(declared)
         if kind is None:
-            parts[name] = codec(declared).decode(head.parts[name])
+            parts[name] = facts_codec(facts, declared).decode(head.parts[name])
             continue
         count, digest = head.tables[name]
         view = _KeyedRows if kind is KeyedTable else _ListRows
-        parts[name] = view(snapshot, gen, name, codec(item), count, digest, recovery)
+        parts[name] = view(snapshot, gen, name, facts_codec(facts, item), count, digest, recovery)
     return parts
 
 
@@ -1391,7 +1424,7 @@ class _Recovery:
         if self.parts is None:
             parts = self.facts.persist(self.rebuild())
             for plain, stored in self.head.parts.items():
-                if codec(self.facts.built_parts[plain]).encode(parts[plain]) != stored:
+                if facts_codec(self.facts, self.facts.built_parts[plain]).encode(parts[plain]) != stored:
                     raise ValueError(f"the project changed while its stored {self.facts.key} facts were read")
             self.parts = parts
         return self.parts[name]
@@ -1638,7 +1671,7 @@ _ENTRY = codec(_Entry)
 
 
 def _record_codec(facts: ProjectFacts) -> Codec:
-    return codec(facts.record_type)
+    return facts_codec(facts, facts.record_type)
 
 
 class ResultsCache:

@@ -548,7 +548,9 @@ def test_shard_gate_summaries_round_trip_and_reject_malformed_data():
     for bad in (None, "x", [], encoded[:2], [{"a": 1}, values, other], [functions, values, "other"],
                 [[["f", 4, None, [], False]], values, other], [[["f", False, None, "calls", False]], values, other],
                 [[["f", False, [["?", {}]], [], False]], values, other], [[[1, False, None, [], False]], values, other],
-                [functions, [["need", {"n": 1}]], other], [functions, [["need"]], other]):
+                [functions, [["need", {"n": 1}]], other], [functions, [["need"]], other],
+                [functions, [["need", ["cmp", ">", ["n", "ws"], None]]], other],  # an operand of another type
+                [functions, [["need", ["cmp", ">", ["n", "ws"], 1.5]]], other], [functions, [["need", [True]]], other]):
         with pytest.raises(store_module.Malformed):
             stored.decode(bad)
 

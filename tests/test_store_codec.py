@@ -176,6 +176,24 @@ def test_any_json_data_decodes_to_a_value_of_the_type_or_raises_malformed(data, 
     assert _same(stored.decode(stored.encode(value)), value)
 
 
+Nested = Union[str, int, tuple["Nested", ...]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.text(max_size=4) | st.integers(), lambda inner: st.lists(inner, max_size=4).map(tuple),
+                    max_leaves=12))
+def test_recursive_unions_of_scalars_and_tuples_round_trip(value):
+    """A recursive union of scalars and tuples of itself (E9502's expression operands) has converters of
+    its own; other scalars than the declared ones are refused both ways."""
+    stored = codec(Nested, globals())
+    assert _same(stored.loads(stored.dumps(value)), value)
+    for bad in (None, 1.5, True, ("a", (None,))):
+        with pytest.raises(TypeError):
+            stored.encode(bad)
+        with pytest.raises(Malformed):
+            stored.decode(json.loads(json.dumps(bad)))
+
+
 def test_malformed_text_and_deep_nesting_are_malformed():
     stored = codec(tuple[int, ...])
     for text in ("", "[1,", "{", "[1, 2]x", "nul", '"\\ud800"'):

@@ -25,10 +25,10 @@ import ast
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Iterable, NamedTuple, Optional, Tuple, Union
 
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, dotted_name, last_name, walk_function_body
-from hp_invariants.api import KeyedTable, ListTable, Plain, ProjectFacts
+from hp_invariants.api import KeyedTable, ListTable, ProjectFacts
 
 UNKNOWN = ("?",)
 _OPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
@@ -47,7 +47,10 @@ _MAX_ENC_DEPTH = 8
 _SKIPPED_EXPRESSIONS = frozenset({ast.Lambda, *_COMPS, ast.Constant, ast.Name, ast.JoinedStr, ast.Attribute})
 
 
-Expression = Tuple[Plain, ...]
+Operand = Union[str, int, Tuple["Operand", ...]]
+"""An item of an encoded expression: a string, an int, or a tuple of such items."""
+
+Expression = Tuple[Operand, ...]
 """An encoded expression (see the module docstring): a tuple of strings, ints and such tuples."""
 
 
