@@ -111,8 +111,31 @@ class Codec:
         return self.decode(data)
 
 
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
-"""Compact ASCII JSON text (one encoder for every call: ``json.dumps`` with options builds one per call)."""
+def _make_dumps() -> Callable[[Any], str]:
+    """Compact ASCII JSON text of JSON data: the C encoder of :mod:`json`, made once (``json.dumps``
+    and ``JSONEncoder.encode`` make one per call: most of the cost of a small value's text)."""
+    from json import encoder  # noqa: PLC0415
+
+    make = getattr(encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - a Python without the C accelerator
+        return json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+
+    def default(value: Any) -> Any:
+        raise TypeError(f"not JSON data: {type(value).__name__}")
+
+    one = make({}, default, encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+    plain = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+
+    def dumps(data: Any) -> str:
+        if type(data) is str:  # the C encoder takes containers only
+            return plain(data)
+        return "".join(one(data, 0))
+
+    return dumps
+
+
+_dumps = _make_dumps()
+"""Compact ASCII JSON text of JSON data."""
 
 _CODECS: dict[Any, Codec] = {}
 _BY_ID: dict[int, tuple[Any, Codec]] = {}
@@ -355,20 +378,8 @@ class _Builder:
 
     def fill_fixed(self, slot: _Slot, declared: Any, args: tuple, space: dict[str, Any]) -> None:
         items = [self.slot(arg, space) for arg in args]
-        count = len(items)
-        encoders = tuple(item.encode for item in items)
-        decoders = tuple(item.decode for item in items)
-
-        def encode(value: Any) -> list:
-            if type(value) not in (tuple, list) or len(value) != count:
-                raise TypeError(f"{_type_name(declared)}: {count} items expected")
-            return [f(v) for f, v in zip(encoders, value)]  # type: ignore[misc]
-
-        def decode(data: Any) -> tuple:
-            if type(data) is not list or len(data) != count:
-                raise ValueError(f"{_type_name(declared)}: {count} items expected")
-            return tuple([f(v) for f, v in zip(decoders, data)])  # type: ignore[misc]
-
+        fields = tuple(f"item{i}" for i in range(len(args)))  # a record whose fields have no names
+        encode, decode = _record_converters(tuple, fields, list(args), items, named_tuple=True)
         slot.set(encode, decode, frozenset({list}), frozenset({tuple, list}))
 
     def fill_dict(self, slot: _Slot, declared: Any, args: tuple, space: dict[str, Any]) -> None:
@@ -1305,7 +1316,7 @@ class ProjectCache:
         gen = int.from_bytes(os.urandom(8), "big") >> 1  # never reused: a reader of the old one never reads this one
         try:
             head, rows = _persist_parts(facts, built, gen)
-        except (TypeError, ValueError, KeyError, UnicodeError, NotImplementedError):
+        except (TypeError, ValueError, KeyError, UnicodeError, NotImplementedError, RecursionError):
             return
         head_text = _HEAD.dumps(head)
         space = self.space
@@ -1345,6 +1356,10 @@ def _table_kind(declared: Any) -> tuple[type | None, Any]:
     return None, declared
 
 
+def _third(row: tuple) -> Any:
+    return row[2]
+
+
 def _keys_digest(keys: Sequence[bytes]) -> int:
     """A digest of a set of keys (UTF-8) that does not depend on their order."""
     return sum(map(zlib.crc32, keys)) & 0x7FFFFFFFFFFFFFFF
@@ -1367,17 +1382,24 @@ def _persist_parts(facts: ProjectFacts, built: Any, gen: int) -> tuple[_Head, li
         if kind is None:
             plain[name] = facts_codec(facts, declared).encode(value)
             continue
-        dumps = facts_codec(facts, item).dumps
+        encode = facts_codec(facts, item).encode_data  # RecursionError: caught by write_built
+
+        def dumps(entry: Any, encode: Callable[[Any], Any] = encode) -> str:
+            return _dumps(encode(entry))
+
         if kind is KeyedTable:
             if type(value) is not dict:
                 raise TypeError(f"{name}: a dict expected")
             keys = []
+            table = []
             for pos, (key, entry) in enumerate(value.items()):
                 if type(key) is not str or "\0" in key:
                     raise ValueError(f"{name}: keys are str without NUL")
                 data = dumps(entry)
-                rows.append((gen, name, key, pos, data, _row_crc(gen, name, key, pos, data)))
+                table.append((gen, name, key, pos, data, _row_crc(gen, name, key, pos, data)))
                 keys.append(key.encode("utf-8"))  # a lone surrogate raises: not stored
+            table.sort(key=_third)  # inserted in key order, SQLite appends to its B-tree instead of splitting pages
+            rows.extend(table)
             tables[name] = (len(keys), _keys_digest(keys))
         else:
             if type(value) not in (list, tuple):
