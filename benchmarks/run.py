@@ -401,6 +401,21 @@ _PYLINT_ANY = re.compile(r"^.+:\d+:\d+: [CRWEFI]\d{4}: ", re.M)
 _PLUGIN_TIME = re.compile(r"plugin_seconds=([\d.]+) modules=(\d+)")
 
 
+def drop_stored_results(cache: Path) -> None:
+    """Delete the per-file results from the store's database in the cache folder ``cache`` (a copy
+    of a cold run's cache: what is left is the index-only cache), when there is one: SQLite's own
+    ``sqlite3`` module, so that this works for any version whose database has a ``results`` table."""
+    import sqlite3
+
+    database = cache / "hp-invariants.sqlite3"
+    if database.exists():
+        conn = sqlite3.connect(database, isolation_level=None)
+        try:
+            conn.execute("DELETE FROM results")
+        finally:
+            conn.close()  # the write-ahead log is folded into the database
+
+
 def parse_check(sample: Sample) -> None:
     if "Traceback (most recent call last):" in sample.stderr:  # a crash exits 1, as findings do: a failure
         sample.rc = CRASHED
@@ -604,8 +619,9 @@ class Bench:
                     if cache_kind == "index-only":  # the class index of the cold run, no per-file results
                         copy = self.fresh_cache(f"{name}-j{j}-r{run}-index")
                         for item in caches[(*key, run)].iterdir():
-                            if not item.name.startswith("results-"):
+                            if not item.name.startswith("results-"):  # the JSON files of earlier versions
                                 shutil.copy2(item, copy / item.name)
+                        drop_stored_results(copy)
                         state["cache"] = copy
                     else:
                         state["cache"] = caches[(*key, run)]

@@ -14,12 +14,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, Tuple, TypeVar, Union
 
 from hp_invariants.astutil import walk_with_parents
 from hp_invariants.model import Applicability, Confidence, Edit, Finding, Fix
 from hp_invariants.semantic import SemanticModel
 from hp_invariants.source import SourceFile
+
+T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Option:
@@ -279,26 +281,101 @@ class FileContext:
         return Fix(edits=tuple(edits), applicability=applicability, message=message)
 
 
+class KeyedTable(Generic[T]):
+    """A part of a built project object that the store keeps entry by entry, declared in
+    :attr:`ProjectFacts.built_parts` as ``KeyedTable[item type]``.
+
+    :meth:`ProjectFacts.persist` gives it as a ``dict`` (``str`` keys); :meth:`ProjectFacts.restore`
+    receives a read-only map with the same answers, of which each entry is read from the store, checked
+    and decoded when first asked for (a check of torch/distributed reads a few hundred of the 61,000
+    entries of E9503's tables). An entry found damaged or malformed is answered from the object rebuilt
+    from the summaries instead (the ``rebuild`` of :meth:`ProjectFacts.restore`), so a reader never
+    sees damage; that raises ``ValueError`` only when the project changed meanwhile.
+    """
+
+    __slots__ = ()
+
+    def get(self, key: str, default: Any = None) -> Any:  # pragma: no cover - implemented by the store
+        """The item of ``key``, else ``default``."""
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> T:
+        found = self.get(key, _ABSENT)
+        if found is _ABSENT:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:  # pragma: no cover - implemented by the store
+        raise NotImplementedError
+
+    def __len__(self) -> int:  # pragma: no cover - implemented by the store
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[str]:  # pragma: no cover - implemented by the store
+        raise NotImplementedError
+
+    def items(self) -> list[tuple[str, T]]:
+        """Every ``(key, item)`` in the order :meth:`ProjectFacts.persist` gave them (reads all)."""
+        return [(key, self[key]) for key in self]
+
+
+class ListTable(Generic[T]):
+    """The list form of :class:`KeyedTable`: declared as ``ListTable[item type]``, persisted as a
+    ``list``, restored as a read-only sequence (``[i]``, ``len``, iteration) whose items are read,
+    checked and decoded when first asked for."""
+
+    __slots__ = ()
+
+    def __getitem__(self, i: int) -> T:  # pragma: no cover - implemented by the store
+        raise NotImplementedError
+
+    def __len__(self) -> int:  # pragma: no cover - implemented by the store
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[T]:
+        return (self[i] for i in range(len(self)))
+
+
+_ABSENT = object()
+
+Plain = Union[str, int, float, bool, None, Tuple["Plain", ...]]
+"""Nested plain data: a string, a number, a boolean, ``None``, or a tuple of such values (the type of
+a value whose shape varies, such as an encoded expression or a dependency record's question)."""
+
+
 class ProjectFacts:
     """Facts about every file of a project that one rule needs (declared as ``Rule.project_facts``).
 
-    Subclasses set ``key`` (a short name: the cache namespace) and ``version`` (bump it whenever
-    :meth:`summarize` or :meth:`encode` changes, so old cache entries are rebuilt), and implement:
+    A subclass sets ``key`` (a short name, unique among the rules) and implements:
 
-    * :meth:`summarize`: a small, ``ast``-free summary of one parsed file (never raises for a
-      valid tree);
-    * :meth:`encode` / :meth:`decode`: the summary to and from plain JSON data (the on-disk cache;
-      :meth:`decode` must reject malformed data by raising, since the cache folder may be shared);
+    * :meth:`summarize`: a small, ``ast``-free summary of one parsed file (never raises for a valid
+      tree), of the type :attr:`summary_type` declares;
     * :meth:`build`: the object the rule reads (``ctx.project_data(rule)``), from every file's summary;
-    * optionally :meth:`track` / :meth:`still_valid`: what a file's findings depend on, for the
-      per-file results cache (default: on the whole project, so any change in the project re-checks).
+    * optionally :attr:`built_parts`, :meth:`persist` and :meth:`restore`: the built object is then
+      kept whole and read back while no file of the project changed;
+    * optionally :meth:`track` / :meth:`dependencies` / :meth:`still_valid` (with
+      :attr:`record_type`): what a file's findings depend on, for the per-file results cache
+      (default: on the whole project, so any change in the project re-checks).
+
+    Everything on disk is the store's (:mod:`hp_invariants.store`): a facts kind only declares the
+    types of what it keeps, never encodes, validates or versions it. Declared types are built from
+    ``str``, ``int``, ``float``, ``bool``, ``None``, ``bytes``, enums, ``tuple[T, ...]``,
+    fixed-length tuples, ``list[T]``, ``frozenset[T]``, ``set[T]``, ``dict[K, V]``, ``Optional``
+    and unions of types that differ in their JSON form, :data:`Plain`, and ``NamedTuple`` or
+    dataclass records of these (their fields' annotations are read). The store writes such values
+    as JSON text, checks each against the declared type when it reads it back (a stored value of
+    another shape counts as missing: the cache folder may be shared or damaged), and ties each to
+    a version tag of the package's own code, so a changed summarizer never reads the old summaries.
     """
 
     key: str = ""
-    version: int = 1
+
+    summary_type: Any = None
+    """The type of :meth:`summarize`'s result (``None``: the summaries are not cached, every file is
+    parsed on every build)."""
 
     def summarize(self, tree: ast.Module, path: str) -> Any:  # pragma: no cover - abstract
-        """Return the summary of the parsed file ``path``."""
+        """Return the summary of the parsed file ``path`` (of :attr:`summary_type`)."""
         raise NotImplementedError
 
     def build(self, root: Path, paths: list[str], summaries: list[Any], digests: list[bytes]) -> Any:
@@ -306,46 +383,33 @@ class ProjectFacts:
         content digests (``hashlib.blake2b``, 16 bytes)."""  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def encode(self, summary: Any) -> Any:
-        """Return ``summary`` as plain data (lists, str, int, float, bool, None). Default: tuples
-        (NamedTuples included) become lists and sets ``{"set": [...]}``; anything else raises
-        ``TypeError`` (the file's summaries are then not cached)."""
-        from hp_invariants.store import _plain  # noqa: PLC0415 - the store owns encoding
+    # ------------------------------------------------------------------ the built object, kept whole
+    built_parts: Mapping[str, Any] = {}
+    """The parts of the built object that the store keeps, ``name -> type``: a plain type (the part
+    is read back whole, and checked, when the object is restored), ``KeyedTable[T]`` or
+    ``ListTable[T]`` (read back entry by entry, when asked for). Empty (default): the object is
+    built from the summaries on every run."""
 
-        return _plain(summary)
-
-    def decode(self, data: Any) -> Any:
-        """Return the summary that :meth:`encode` turned into ``data``; raise ``ValueError``,
-        ``TypeError``, ``KeyError`` or ``IndexError`` when ``data`` is not such a value. Default: the
-        inverse of the default :meth:`encode` (lists become tuples, NamedTuples are not rebuilt); a
-        summary of the wrong shape that makes :meth:`build` raise sends the project to a rebuild
-        without the cache (:meth:`Project.prepare_root`)."""
-        from hp_invariants.store import _unplain  # noqa: PLC0415
-
-        return _unplain(data)
-
-    # ------------------------------------------------------------------ built-object cache
-    caches_built: bool = False
-    """True when :meth:`encode_built` and :meth:`decode_built` are implemented: the project object
-    is then cached whole, keyed by the project's fingerprint, and read back instead of being rebuilt
-    from every file's summary while no file of the project changed."""
-
-    def encode_built(self, data: Any) -> Any:
-        """Return the project object ``data`` (what :meth:`build` returned) as plain JSON data
-        (only called when :attr:`caches_built`). A value of the top-level dict may be a
-        :class:`TextTable`: it is stored raw after the JSON part and comes back to
-        :meth:`decode_built` as a :class:`StoredTexts`."""  # pragma: no cover - optional
+    def persist(self, data: Any) -> dict[str, Any]:
+        """Return the parts of the built object ``data`` (what :meth:`build` returned), one per name of
+        :attr:`built_parts`: a ``KeyedTable`` part as a ``dict`` with ``str`` keys, a ``ListTable``
+        part as a ``list``, any other part as a value of its type. Only called when
+        :attr:`built_parts` is set."""  # pragma: no cover - optional
         raise NotImplementedError
 
-    def decode_built(self, plain: Any, rebuild: Callable[[], Any]) -> Any:
-        """Return the project object that :meth:`encode_built` turned into ``plain``; raise
-        ``ValueError``, ``TypeError``, ``KeyError`` or ``IndexError`` when ``plain`` is not of that
-        shape (the object is then rebuilt from the summaries). An object that decodes its parts
-        lazily and finds one malformed later calls ``rebuild()`` (the object built from the
-        summaries, as if no built object had been cached) and answers from that."""  # pragma: no cover
+    def restore(self, parts: dict[str, Any], rebuild: Callable[[], Any]) -> Any:
+        """Return the project object from its ``parts`` as the store read them back: plain parts
+        decoded and checked, table parts as :class:`KeyedTable`/:class:`ListTable` views. ``rebuild()``
+        gives the object built from the summaries (as if nothing had been kept), for an object that
+        keeps state of its own to recover from; a damaged table entry never reaches this code (the
+        views answer from the rebuilt object's parts instead)."""  # pragma: no cover - optional
         raise NotImplementedError
 
     # ------------------------------------------------------------------ results-cache hooks
+    record_type: Any = Plain
+    """The type of the records :meth:`dependencies` returns (the store keeps them with each file's
+    results and gives them back to :meth:`still_valid` checked and decoded)."""
+
     def track(self, data: Any) -> tuple[Any, Any]:
         """Return ``(view, tracker)``: the object a rule reads while checking one file instead of
         ``data``, and what :meth:`dependencies` turns into that file's dependency record. Default:
@@ -353,11 +417,12 @@ class ProjectFacts:
         return data, None
 
     def dependencies(self, tracker: Any, path: str) -> Any:
-        """Return the plain-data dependency record of a file checked with ``tracker`` (``None``:
-        the whole project)."""
+        """Return the dependency record (of :attr:`record_type`) of a file checked with ``tracker``
+        (``None``: the whole project)."""
         return None
 
     def still_valid(self, data: Any, path: str, digest: bytes, record: Any) -> bool:
-        """True when the findings of ``path`` (content ``digest``) that depended on ``record`` are
-        still those of the project object ``data``. Must be conservative: when in doubt, False."""
+        """True when the findings of ``path`` (content ``digest``) that depended on ``record`` (of
+        :attr:`record_type`, as :meth:`dependencies` returned it) are still those of the project
+        object ``data``. Must be conservative: when in doubt, False."""
         return False

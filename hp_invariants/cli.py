@@ -278,8 +278,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
     """Run ``cache dir`` (print the cache folder of the project holding ``path``) or ``cache clear``
     (delete the cache files there); return 0."""
     from hp_invariants.config import find_project_root  # noqa: PLC0415
-    from hp_invariants.project import clear_cache_dir  # noqa: PLC0415
-    from hp_invariants.store import default_cache_dir  # noqa: PLC0415
+    from hp_invariants.store import clear_cache_dir, default_cache_dir  # noqa: PLC0415
 
     resolver = Resolver(RULES, Overrides(cache_dir=os.path.abspath(args.cache_dir) if args.cache_dir else None))
     folder = resolver.config_for(find_project_root(args.path)).cache_dir or default_cache_dir()

@@ -290,15 +290,7 @@ class Session:
         assert self.project is not None and self.results is not None
         # one walk, read against the manifest of these very facts (the one a build would read)
         fingerprint = self.project.fingerprint(paths[0], facts)
-        keys = {f.key for f in facts}
-        stored = self.results.entries(root)
-        for path in paths:
-            entry = stored.get(os.path.relpath(os.path.abspath(path), root))
-            deps = entry.get("deps") if isinstance(entry, dict) else None
-            if not isinstance(deps, dict) or any(k not in keys or not isinstance(d, dict) or d.get("fp") != fingerprint
-                                                 for k, d in deps.items()):
-                return False
-        return True
+        return self.results.all_current(root, paths, {f.key for f in facts}, fingerprint)
 
 
 def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResult:

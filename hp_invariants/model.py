@@ -159,8 +159,8 @@ class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
-    cache_entry: dict | None = field(default=None, repr=False, compare=False)
-    """The results-cache entry computed for this file (carried back from a worker process)."""
+    cache_entry: str | None = field(default=None, repr=False, compare=False)
+    """The results-cache entry computed for this file (its stored form, carried back from a worker process)."""
 
 
 @dataclass

@@ -14,28 +14,20 @@ the walk is bounded: only the root's own files and package folders (holding ``__
 it are indexed, as Python's imports from that folder would reach them; a project of more than
 :data:`MAX_PROJECT_FILES` files is indexed up to that many, with a note (:attr:`Project.notes`).
 
-The cache (see :func:`default_cache_dir` for where it lives; ``hp-invariants cache dir|clear``):
-
-* plain JSON written by :mod:`json` (never pickle: loading it cannot run code); per project root a
-  manifest ``project-<hash>.json`` (each file's ``stat`` key and content digest) and the summaries
-  ``project-<hash>.summaries.json`` (each facts kind's :meth:`ProjectFacts.encode` output, checked
-  on load by :meth:`ProjectFacts.decode`); anything malformed is ignored and rebuilt;
-* for a facts kind with :attr:`ProjectFacts.caches_built`, also its whole project object,
-  ``project-<hash>.built.<kind>.json``, stamped with the fingerprint of the file set and contents it
-  was built from (:attr:`Scan.fingerprint`): while that is the project's fingerprint, the object is
-  read back (:meth:`ProjectFacts.decode_built`) instead of being rebuilt from every file's summary:
-  its JSON line and a binary index (offsets, CRC-32s and keys of its text tables) are read and
-  checked, each text only when the object decodes it (:func:`read_built`);
-* a file's cached digest is trusted only when its ``stat`` key (mtime, size, ctime, inode, all in
-  nanoseconds) is unchanged AND its ctime and mtime are older than the cache write by more than
-  :data:`RACY_WINDOW_NS` (git's "racily clean" rule); otherwise the file is read and hashed
-  (blake2b). ``cp -p``, ``rsync -a`` and ``tar -x`` preserve the mtime but set the ctime, so a
-  same-length edit restored that way is hashed and seen. Hashing every file on every run was
-  measured instead and rejected: it costs 0.33 s on torch (2,285 files, 46 MB), a third of the
-  ``ast.parse`` floor of ``torch/distributed``, against 0.02 s for the ``stat`` calls;
-* every write is atomic (a temporary file in the same folder, then ``os.replace``); a folder the
-  cache creates gets a ``.gitignore`` holding ``*`` (and a ``CACHEDIR.TAG``), so a cache inside a
-  repository never shows in ``git status``.
+The cache (:class:`hp_invariants.store.ProjectCache`; where it lives: :func:`default_cache_dir`;
+``hp-invariants cache dir|clear``): per project root, each file's ``stat`` key and content digest,
+each file's summaries (of the types the facts kinds declare; reused while the file's content digest
+and module name are unchanged), and each facts kind's built object, stamped with the fingerprint of the file set and
+contents it was built from (:attr:`Scan.fingerprint`): while that is the project's fingerprint, the
+object is read back (:meth:`ProjectFacts.restore`) instead of being rebuilt from every file's summary.
+A file's cached digest is trusted only when its ``stat`` key (mtime, size, ctime, inode, all in
+nanoseconds) is unchanged AND its ctime and mtime are older than the manifest's write by more than
+:data:`RACY_WINDOW_NS` (git's "racily clean" rule); otherwise the file is read and hashed (blake2b).
+``cp -p``, ``rsync -a`` and ``tar -x`` preserve the mtime but set the ctime, so a same-length edit
+restored that way is hashed and seen. Hashing every file on every run was measured instead and
+rejected: it costs 0.33 s on torch (2,285 files, 46 MB), a third of the ``ast.parse`` floor of
+``torch/distributed``, against 0.02 s for the ``stat`` calls. How it is stored (one SQLite
+database, checked rows, atomic writes) is the store's business: see :mod:`hp_invariants.store`.
 """
 
 from __future__ import annotations
@@ -45,30 +37,14 @@ import contextlib
 import fnmatch
 import gc
 import hashlib
-import json
 import os
 import re
-import sys
-import time
 import warnings
-import zlib
-from array import array
-from itertools import accumulate
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from hp_invariants.api import ProjectFacts
-from hp_invariants.store import (
-    _header_data,
-    _json_line,
-    _write_atomically,
-    cache_tag,
-    default_cache_dir,
-    prepare_cache_dir,
-    read_json,
-    root_digest,
-    write_json,
-)
+from hp_invariants.store import ProjectCache, default_cache_dir
 from hp_invariants.config import DEFAULT_EXCLUDES, find_project_root, is_project_root
 from hp_invariants.limits import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT, AnalysisTimeout, budget_paused, time_budget
 from hp_invariants.runner import parallel_map
@@ -87,300 +63,6 @@ RACY_WINDOW_NS = 2_000_000_000
 """A file whose ctime or mtime is within this much of the cache write (or later) is always hashed:
 it may have changed again within the file system's timestamp granularity."""
 
-
-
-class TextTable:
-    """Part of a project object's plain form (:meth:`ProjectFacts.encode_built`) whose items are
-    JSON texts, each decoded only when read: a map (``keys``, one per text) or a list (``keys``
-    ``None``). The built-object cache stores the texts after its JSON part, raw (not as JSON strings:
-    reading the file then decodes none of them); :meth:`ProjectFacts.decode_built` receives them as a
-    :class:`StoredTexts`. Texts are stored as UTF-8 (identifiers need not be ASCII)."""
-
-    __slots__ = ("texts", "keys")
-
-    def __init__(self, texts: list[str], keys: list[str] | None = None):
-        if keys is not None and len(keys) != len(texts):
-            raise ValueError("one key per text expected")
-        self.texts = texts
-        self.keys = keys
-
-
-class StoredTexts:
-    """The texts of a :class:`TextTable` read back from a cache file: a read-only map ``key -> JSON
-    text`` (``get``, ``in``, ``len``, iteration over the keys) or, without keys, a sequence of texts
-    (``[i]``, ``len``). A text is read from the file when asked for (as ``bytes``, which
-    :func:`json.loads` reads) and checked against its own CRC-32: a damaged text raises
-    ``ValueError`` (and an unreadable one ``OSError``), which :class:`LazyMap` and :class:`LazyList`
-    answer by rebuilding. So a run reads and checks only the texts it decodes, not the megabytes of
-    the whole table (measured on torch: 412 of 61,000 texts in a ``check`` of torch/distributed)."""
-
-    __slots__ = ("_reader", "_base", "_ends", "_crcs", "_keys", "_where")
-
-    def __init__(self, reader: "TextReader", base: int, ends: Sequence[int], crcs: Sequence[int],
-                 keys: list[str] | None):
-        """``reader``: where the texts are; ``ends``: the end of each text, counted from ``base``
-        (where the first one starts); ``crcs``: each text's CRC-32; ``keys``: one per text, or ``None``."""
-        if len(crcs) != len(ends) or (keys is not None and len(keys) != len(ends)):
-            raise ValueError("one end, checksum and key per text expected")
-        self._reader = reader
-        self._base = base
-        self._ends = ends
-        self._crcs = crcs
-        self._keys = keys
-        self._where = dict(zip(keys, range(len(keys)))) if keys is not None else None
-
-    @classmethod
-    def from_header(cls, header: Any, reader: "TextReader", index: bytes, base: int, size: int,
-                    byteorder: str = sys.byteorder) -> "StoredTexts":
-        """The table that :func:`split_text_tables` described by ``header``, whose offsets, checksums
-        and keys are in the checked bytes ``index`` and whose texts are the ``size`` bytes of
-        ``reader`` from ``base``; ``byteorder``: that of the machine that wrote it. Raises
-        ``TypeError``/``ValueError`` when the description does not fit (not ints, a block outside
-        ``index``, a text beyond ``size``, keys not valid UTF-8 or of another count)."""
-        if type(header) is not dict:
-            raise TypeError("table description expected")
-        count, at, where, keys_size = header.get("@texts"), header.get("at"), header.get("index"), header.get("keys")
-        if type(count) is not int or type(at) is not int or type(where) is not int \
-                or (keys_size is not None and type(keys_size) is not int):
-            raise TypeError("text offsets expected")
-        stop = where + 8 * count + (keys_size or 0)
-        if count < 0 or at < 0 or where < 0 or (keys_size or 0) < 0 or stop > len(index):
-            raise ValueError("table description out of range")
-        ends, crcs = array(_U32), array(_U32)
-        ends.frombytes(index[where:where + 4 * count])
-        crcs.frombytes(index[where + 4 * count:where + 8 * count])
-        if byteorder != sys.byteorder:
-            ends.byteswap()
-            crcs.byteswap()
-        if count and at + ends[-1] > size:
-            raise ValueError("text offsets out of range")
-        keys = None
-        if keys_size is not None:
-            keys = index[where + 8 * count:stop].decode("utf-8").split("\0") if count else []
-        return cls(reader, base + at, ends, crcs, keys)
-
-    @property
-    def keyed(self) -> bool:
-        """True for a map (texts by key), False for a list."""
-        return self._keys is not None
-
-    def _text(self, i: int) -> bytes:
-        start = self._ends[i - 1] if i else 0
-        end = self._ends[i]
-        if end < start:
-            raise ValueError("text offsets out of order")
-        text = self._reader.read(self._base + start, end - start)
-        if zlib.crc32(text) != self._crcs[i]:
-            raise ValueError("a cached text is damaged")
-        return text
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The text of ``key``, else ``default`` (raises as :class:`StoredTexts` says)."""
-        i = self._where.get(key) if self._where is not None else None
-        return default if i is None else self._text(i)
-
-    def __getitem__(self, i: int) -> bytes:
-        if self._where is not None:
-            raise TypeError("a keyed table is read with get()")
-        return self._text(i)
-
-    def __contains__(self, key: object) -> bool:
-        return self._where is not None and key in self._where
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys if self._keys is not None else ())
-
-
-_U32 = next(code for code in "IL" if array(code).itemsize == 4)
-"""The :mod:`array` type code of an unsigned 32-bit integer (``I`` on every platform CPython runs on)."""
-
-
-class TextReader:
-    """Where the texts of a built object's tables are read from: ``read(offset, size)`` gives the
-    bytes at ``offset`` of a cache file (``os.pread`` where it exists: processes forked after the
-    read share the open file, so a shared file position would not do), or of ``bytes`` given
-    (tests); raises ``ValueError`` when fewer bytes are there (a file cut short since) or the file
-    was replaced since, and ``OSError`` when it cannot be read.
-
-    At most :data:`MAX_OPEN_READERS` files stay open at once, the most recently read (a run over
-    hundreds of project roots would otherwise hold two files per root open and run out of file
-    descriptors): a reader whose file was closed opens it again when next read, and refuses it
-    (``ValueError``: the object then rebuilds) unless it is the same file (device, inode, size and
-    modification time as when first opened)."""
-
-    __slots__ = ("_handle", "_raw", "_path", "_identity")
-
-    def __init__(self, handle: Any = None, raw: bytes | None = None):
-        """``handle``: a file opened in binary mode (kept, see :meth:`keep`); ``raw``: the bytes instead."""
-        self._handle = handle
-        self._raw = raw
-        self._path = os.path.abspath(handle.name) if handle is not None else None
-        self._identity = _identity(os.fstat(handle.fileno())) if handle is not None else None
-
-    def keep(self) -> None:
-        """Count the open file among those kept open (closing the least recently read beyond the cap)."""
-        if self._handle is not None:
-            _OPEN_READERS[id(self)] = self
-            while len(_OPEN_READERS) > MAX_OPEN_READERS:
-                _OPEN_READERS.pop(next(iter(_OPEN_READERS))).close()
-
-    def read(self, offset: int, size: int) -> bytes:
-        """The ``size`` bytes at ``offset``."""
-        if self._raw is not None:
-            data = self._raw[offset:offset + size]
-        else:
-            handle = self._handle
-            if handle is None:
-                handle = self._reopen()
-            elif _OPEN_READERS.get(id(self)) is self:  # the most recently read goes last
-                _OPEN_READERS[id(self)] = _OPEN_READERS.pop(id(self))
-            if _PREAD is not None:
-                data = _PREAD(handle.fileno(), size, offset)
-            else:  # pragma: no cover - Windows: no fork there, so the position is this process's own
-                handle.seek(offset)
-                data = handle.read(size)
-        if len(data) != size:
-            raise ValueError("the cache file was cut short")
-        return data
-
-    def _reopen(self) -> Any:
-        if self._path is None:
-            raise ValueError("no cache file to read")
-        handle = open(self._path, "rb")  # noqa: SIM115 - kept open, see keep()
-        if _identity(os.fstat(handle.fileno())) != self._identity:
-            handle.close()
-            raise ValueError("the cache file was replaced since it was read")
-        self._handle = handle
-        self.keep()
-        return handle
-
-    def close(self) -> None:
-        """Close the file (a later read opens it again, see :class:`TextReader`)."""
-        if _OPEN_READERS.get(id(self)) is self:
-            del _OPEN_READERS[id(self)]
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-
-    def __del__(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-
-
-def _identity(stat: os.stat_result) -> tuple[int, int, int, int]:
-    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
-
-
-MAX_OPEN_READERS = 8
-"""At most this many built-object cache files stay open (two per project root: four roots)."""
-
-_OPEN_READERS: dict[int, TextReader] = {}
-"""The readers whose file is open, least recently read first (see :class:`TextReader`)."""
-
-_PREAD = getattr(os, "pread", None)
-
-
-class LazyMap:
-    """A read-only map whose values stay JSON text until first read (then decoded and kept).
-
-    ``texts``: ``key -> JSON text`` (a dict, or the :class:`StoredTexts` of a cache file);
-    ``decode(key, parsed value)``: what the map gives for it,
-    raising ``ValueError``/``TypeError`` when it is malformed; ``recover(key, default)``: the value
-    to give instead when a text turns out malformed (from the object rebuilt without the cache: see
-    :meth:`ProjectFacts.decode_built`). A project object read back from the cache this way decodes
-    only what a run asks of it (a check reads a few dozen of the tens of thousands of names a
-    project defines).
-    """
-
-    __slots__ = ("_texts", "_decode", "_values", "_recover")
-
-    def __init__(self, texts: "dict[str, str] | StoredTexts", decode: Callable[[str, Any], Any],
-                 recover: Callable[[str, Any], Any]):
-        self._texts = texts
-        self._decode = decode
-        self._recover = recover
-        self._values: dict[str, Any] = {}
-
-    @classmethod
-    def from_cache(cls, texts: Any, decode: Callable[[str, Any], Any], recover: Callable[[str, Any], Any]) -> "LazyMap":
-        """A map over ``texts`` read from a cache file: raises ``TypeError`` unless it is a keyed
-        :class:`StoredTexts` or a dict of strings (checked at C speed; each text is checked when
-        decoded)."""
-        if isinstance(texts, StoredTexts):
-            if not texts.keyed:
-                raise TypeError("a keyed table of JSON texts expected")
-        elif type(texts) is not dict or (texts and not set(map(type, texts.values())) <= {str}):
-            raise TypeError("a map of JSON texts expected")
-        return cls(texts, decode, recover)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The decoded value of ``key``, else ``default``."""
-        value = self._values.get(key)
-        if value is None:
-            try:
-                text = self._texts.get(key)  # a stored text is read (and checked) here
-                if text is None:
-                    return default
-                value = self._decode(key, json.loads(text))
-            except (ValueError, TypeError, KeyError, IndexError, RecursionError, OSError):
-                return self._recover(key, default)
-            self._values[key] = value
-        return value
-
-    def __getitem__(self, key: str) -> Any:
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._texts
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    def items(self) -> list[tuple[str, Any]]:
-        """Every ``(key, decoded value)``, in the stored order (decodes all)."""
-        return [(key, self[key]) for key in self._texts]
-
-
-class LazyList:
-    """A read-only sequence whose items stay JSON text until first read (then decoded and kept): the
-    list form of :class:`LazyMap`. ``texts``: a list of JSON texts or an unkeyed :class:`StoredTexts`
-    (raises ``TypeError`` otherwise); ``decode(parsed value)``: the item, raising ``ValueError`` /
-    ``TypeError`` when malformed; ``recover(i)``: the item to give instead of a malformed one."""
-
-    __slots__ = ("_texts", "_items", "_decode", "_recover")
-
-    def __init__(self, texts: Any, decode: Callable[[Any], Any], recover: Callable[[int], Any]):
-        if isinstance(texts, StoredTexts):
-            if texts.keyed:
-                raise TypeError("a list of JSON texts expected")
-        elif type(texts) is not list or (texts and not set(map(type, texts)) <= {str}):
-            raise TypeError("a list of JSON texts expected")
-        self._texts = texts
-        self._items: list[Any] = [None] * len(texts)
-        self._decode = decode
-        self._recover = recover
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    def __getitem__(self, i: int) -> Any:
-        item = self._items[i]
-        if item is None:
-            try:
-                item = self._decode(json.loads(self._texts[i]))  # a stored text is read (and checked) here
-            except (ValueError, TypeError, KeyError, IndexError, RecursionError, OSError):
-                return self._recover(i)
-            self._items[i] = item
-        return item
-
-    def __iter__(self) -> Iterator[Any]:
-        return (self[i] for i in range(len(self._texts)))
 
 
 @contextlib.contextmanager
@@ -585,8 +267,8 @@ class Project:
             self._note(f"{root}: the project index is limited to {MAX_PROJECT_FILES} files; {truncated} more "
                        f"were left out (classes there count as unknown); exclude folders with "
                        f"'extend-exclude' or mark a smaller project root with a pyproject.toml")
-        cache_file = cache_path(root, self.cache_folder(root), facts) if self.use_cache else None
-        manifest = read_manifest(cache_file, root, facts) if cache_file else {}
+        cache = ProjectCache(self.cache_folder(root), root, facts) if self.use_cache else None
+        manifest = cache.manifest() if cache is not None else {}
         trusted_before = manifest.get("written", 0) - RACY_WINDOW_NS
         cached = manifest.get("entries", {})
         stats = {"parsed": 0, "cached": 0, "failed": 0, "hashed": 0}
@@ -602,7 +284,7 @@ class Project:
             module = modules.get(rel, "")
             if old is not None and tuple(old[:4]) == key and st.st_ctime_ns < trusted_before \
                     and st.st_mtime_ns < trusted_before:
-                files.append(ScannedFile(path, rel, key, bytes.fromhex(old[4]), None, module))
+                files.append(ScannedFile(path, rel, key, old[4], None, module))
                 continue
             try:  # non-blocking, regular files only, size-capped (a FIFO or a 50 MB file: skipped)
                 raw, _ = read_source_bytes(path, DEFAULT_MAX_FILE_SIZE)
@@ -632,14 +314,13 @@ class Project:
                         early: EarlyAnalysis | None) -> dict[str, Any]:
         root = Path(os.path.abspath(root))
         scan, manifest = self._scan(root, facts)
-        cache_file = cache_path(root, self.cache_folder(root), facts) if self.use_cache else None
+        cache = ProjectCache(self.cache_folder(root), root, facts) if self.use_cache else None
         ready: dict[str, Any] = {}
         failed_before = None
-        if cache_file:  # project objects cached whole for this very file set and contents
+        if cache is not None:  # project objects cached whole for this very file set and contents
             for fa in facts:
-                if fa.caches_built:
-                    found = read_built(cache_file, root, fa, scan.fingerprint,
-                                       self._rebuilder(root, facts, scan, manifest, cache_file, fa))
+                if fa.built_parts:
+                    found = cache.read_built(fa, scan.fingerprint, self._rebuilder(root, facts, scan, manifest, cache, fa))
                     if found is not None:
                         ready[fa.key], failed_before = found
         rest = [fa for fa in facts if fa.key not in ready]
@@ -648,30 +329,37 @@ class Project:
                           "hashed": scan.stats["hashed"]}
             if scan.stats["hashed"] or any(tuple(manifest.get("entries", {}).get(f.rel, ())[:4]) != f.stat
                                            for f in scan.files):
-                write_project_cache(cache_file, root, facts, scan, (), write_summaries=False)
+                cache.write(scan, (), write_summaries=False)  # type: ignore[union-attr]
             for f in scan.files:
                 f.raw = None  # the bytes of hashed files are not needed (a rebuild reads them again)
             return ready
-        built = self._build_from_summaries(root, facts, scan, manifest, cache_file, rest, keep, early)
+        built = self._build_from_summaries(root, facts, scan, manifest, cache, rest, keep, early)
         built.update(ready)
         return built
 
     def _rebuilder(self, root: Path, facts: Sequence[ProjectFacts], scan: Scan, manifest: dict,
-                   cache_file: str, kind: ProjectFacts) -> Callable[[], Any]:
-        """The ``rebuild`` callable of :meth:`ProjectFacts.decode_built`: builds ``kind`` from the
-        summaries (project-level work: outside the caller's time budget, collector paused)."""
+                   cache: ProjectCache, kind: ProjectFacts) -> Callable[[], Any]:
+        """The ``rebuild`` callable of :meth:`ProjectFacts.restore`: builds ``kind`` from the
+        summaries (project-level work: outside the caller's time budget, collector paused), with a
+        project of the same settings: not this one, which holds the restored object that holds the
+        rebuild (a reference cycle would keep both, and the store's snapshot they read through, alive
+        until a full collection)."""
+        settings = {"cache_dir": self.cache_dir, "use_cache": self.use_cache, "jobs": self.jobs,
+                    "is_excluded": self.is_excluded}
+
         def rebuild() -> Any:
             with budget_paused(), gc_paused():
-                return self._build_from_summaries(root, facts, scan, manifest, cache_file, [kind])[kind.key]
+                builder = Project(**settings)
+                return builder._build_from_summaries(root, facts, scan, manifest, cache, [kind])[kind.key]
         return rebuild
 
     def _build_from_summaries(self, root: Path, facts: Sequence[ProjectFacts], scan: Scan, manifest: dict,
-                              cache_file: str | None, build: Sequence[ProjectFacts],
+                              cache: ProjectCache | None, build: Sequence[ProjectFacts],
                               keep: frozenset[str] | None = frozenset(), early: EarlyAnalysis | None = None) -> dict[str, Any]:
         """Build the kinds ``build`` from every file's summaries (cached or computed; the cache
         holds the summaries of every kind of ``facts``); ``early`` runs on the trees of the files of
         ``keep`` (``None``: every file) that are parsed (see :meth:`prepare`)."""
-        summaries = read_summaries(cache_file, root, facts) if cache_file else {}
+        summaries = cache.summaries() if cache is not None else {}
         stats = dict(scan.stats)
         slots: list[dict | None] = []
         reuse: list[dict | None] = []  # the cached (encoded) summaries of every kind, written back as they are
@@ -686,7 +374,7 @@ class Project:
                     slots.append(None)
                     reuse.append(None)
                     continue
-                decoded = _decode_all(build, entry[2])  # only the kinds to build are decoded
+                decoded = ProjectCache.decode_summaries(build, entry[2])  # only the kinds to build are decoded
                 if decoded is not None:
                     stats["cached"] += 1
                     slots.append(decoded)
@@ -733,8 +421,8 @@ class Project:
         manifest_changed = summaries_changed or bool(scan.stats["hashed"]) or manifest.get("entries") is None \
             or len(manifest["entries"]) != len(scan.files) \
             or any(tuple(manifest["entries"].get(f.rel, ())[:4]) != f.stat for f in scan.files)
-        if cache_file and manifest_changed:
-            write_project_cache(cache_file, root, facts, scan, slots, transient, summaries_changed, reuse)
+        if cache is not None and manifest_changed:
+            cache.write(scan, slots, transient, summaries_changed, reuse)
         for f in scan.files:
             f.raw = None  # the bytes were only kept for summarizing
         self.stats = stats
@@ -744,22 +432,11 @@ class Project:
                              [f.digest for f, _ in kept])
             for fa in build
         }
-        if cache_file and not transient:  # a transient failure is retried next time: not built in
+        if cache is not None and not transient:  # a transient failure is retried next time: not built in
             for fa in build:
-                if fa.caches_built:
-                    write_built(cache_file, root, fa, scan.fingerprint, built[fa.key],
-                                stats["failed"] - scan.stats["failed"])
+                if fa.built_parts:
+                    cache.write_built(fa, scan.fingerprint, built[fa.key], stats["failed"] - scan.stats["failed"])
         return built
-
-
-def _decode_all(facts: Sequence[ProjectFacts], encoded: Any) -> dict[str, Any] | None:
-    """Decode one file's cached summaries (``None``: a facts kind missing or malformed)."""
-    if not isinstance(encoded, dict):
-        return None
-    try:
-        return {f.key: f.decode(encoded[f.key]) for f in facts}
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        return None
 
 
 def module_names(root: Path, rels: Sequence[str]) -> dict[str, str]:
@@ -893,238 +570,3 @@ def _holds_python(folder: str) -> bool:
             return any(e.name.endswith(".py") for e in entries)
     except OSError:
         return False
-
-
-# ---------------------------------------------------------------------- the cache
-CACHE_FILE = re.compile(r"(project|results)-[0-9a-f]{20}(\.summaries|\.built\.[a-z0-9-]+)?\.json"
-                        r"|(project|class-index)-[0-9a-f]+\.pickle")
-"""Names of the cache files (what ``hp-invariants cache clear`` removes), and the pickle files that
-earlier versions wrote (removed, never read)."""
-
-
-def cache_path(root: Path, cache_dir: str | None, facts: Sequence[ProjectFacts]) -> str:
-    """The manifest file of ``root`` for this set of ``facts`` under ``cache_dir`` (the summaries
-    file is the same name with ``.summaries.json``)."""
-    kinds = "+".join(sorted(f.key for f in facts))
-    return os.path.join(cache_dir or default_cache_dir(), f"project-{root_digest(root, kinds)}.json")
-
-
-def _summaries_path(manifest: str) -> str:
-    return manifest[: -len(".json")] + ".summaries.json"
-
-
-def _valid_stat_entry(entry: Any) -> bool:
-    return (type(entry) is list and len(entry) == 5 and all(type(x) is int for x in entry[:4])
-            and type(entry[4]) is str and len(entry[4]) == 32 and _HEX.fullmatch(entry[4]) is not None)
-
-
-_HEX = re.compile(r"[0-9a-f]+")
-
-
-def read_manifest(path: str, root: Path, facts: Sequence[ProjectFacts]) -> dict:
-    """Return ``{"written": ns, "entries": {rel: [mtime_ns, size, ctime_ns, inode, digest hex]}}`` of
-    the manifest ``path``; ``{}`` when missing or malformed (malformed entries are dropped)."""
-    data = read_json(path, cache_tag(facts), root)
-    if data is None or type(data.get("written")) is not int or not isinstance(data.get("entries"), dict):
-        return {}
-    entries = {rel: entry for rel, entry in data["entries"].items() if _valid_stat_entry(entry)}
-    return {"written": data["written"], "entries": entries}
-
-
-def read_summaries(path: str, root: Path, facts: Sequence[ProjectFacts]) -> dict[str, tuple[bytes, str, Any]]:
-    """Return ``rel -> (digest, module, encoded summaries)`` from the summaries file next to the
-    manifest ``path``; ``{}`` when missing or malformed. Summaries are decoded later, one by one."""
-    data = read_json(_summaries_path(path), cache_tag(facts), root)
-    if data is None:
-        return {}
-    out: dict[str, tuple[bytes, str, Any]] = {}
-    for rel, entry in data.items():
-        if type(entry) is list and len(entry) == 3 and type(entry[0]) is str and type(entry[1]) is str:
-            try:
-                out[rel] = (bytes.fromhex(entry[0]), entry[1], entry[2])
-            except ValueError:
-                continue
-    return out
-
-
-def _built_path(manifest: str, facts: ProjectFacts) -> str:
-    return f"{manifest[: -len('.json')]}.built.{facts.key}.json"
-
-
-def read_built(path: str, root: Path, facts: ProjectFacts, fingerprint: str,
-               rebuild: Callable[[], Any]) -> tuple[Any, int] | None:
-    """Return ``(project object, files that failed to parse)`` from the built-object cache of
-    ``facts`` next to the manifest ``path`` when it was written for the project ``fingerprint``;
-    ``None`` when missing, of another fingerprint, version or root, or malformed. ``rebuild``: see
-    :meth:`ProjectFacts.decode_built`.
-
-    The file (:func:`write_built`) is a JSON line, the checked index of its text tables, the texts,
-    then the checksum line of the JSON line and the index only: what is read here is checked whole
-    (a damaged file reads as missing), and each text is read and checked when the object decodes it
-    (:class:`StoredTexts`). The file stays open for that (:class:`TextReader`: a bounded number of
-    such files stay open, others are opened again when read)."""
-    try:
-        handle = open(_built_path(path, facts), "rb")  # noqa: SIM115 - kept open: the texts are read later
-    except OSError:
-        return None
-    reader = TextReader(handle)
-    try:
-        found = _read_built_object(handle, reader, root, facts, fingerprint, rebuild)
-    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, MemoryError):
-        found = None
-    if found is None:
-        reader.close()
-        return None
-    reader.keep()  # texts are read from it later
-    return found
-
-
-def _read_built_object(handle: Any, reader: TextReader, root: Path, facts: ProjectFacts, fingerprint: str,
-                       rebuild: Callable[[], Any]) -> tuple[Any, int] | None:
-    head = handle.readline()
-    data = _header_data(json.loads(head), cache_tag([facts]), root)
-    if data is None or data.get("fingerprint") != fingerprint or type(data.get("failed")) is not int:
-        return None
-    index_size, texts_size, byteorder = data.get("index"), data.get("texts"), data.get("order")
-    if type(index_size) is not int or type(texts_size) is not int or byteorder not in ("little", "big") \
-            or index_size < 0 or texts_size < 0:
-        return None
-    index = handle.read(index_size)
-    base = len(head) + index_size
-    if len(index) != index_size or os.fstat(handle.fileno()).st_size != base + texts_size + 9:
-        return None  # cut short or grown since it was written
-    handle.seek(base + texts_size)
-    line = handle.read(9)
-    if line[:1] != b"\n" or int(line[1:], 16) != zlib.crc32(index, zlib.crc32(head)):
-        return None  # damaged: as if missing
-    plain = join_text_tables(data.get("object"), reader, index, base, texts_size, byteorder)
-    return facts.decode_built(plain, rebuild), data["failed"]
-
-
-def write_built(path: str, root: Path, facts: ProjectFacts, fingerprint: str, built: Any, failed: int) -> None:
-    """Write the project object ``built`` of ``facts`` (:meth:`ProjectFacts.encode_built`) for the
-    project ``fingerprint`` next to the manifest ``path`` (see :func:`read_built` for the layout);
-    nothing when it has no plain form."""
-    try:
-        plain, index, texts = split_text_tables(facts.encode_built(built))
-        head = _json_line(cache_tag([facts]), root, {
-            "fingerprint": fingerprint, "failed": failed, "object": plain,
-            "index": len(index), "texts": len(texts), "order": sys.byteorder}) + b"\n"
-    except (NotImplementedError, TypeError, ValueError, UnicodeEncodeError):
-        return
-    target = _built_path(path, facts)
-    try:
-        prepare_cache_dir(os.path.dirname(target))
-        _write_atomically(target, b"".join((head, index, texts, b"\n%08x" % zlib.crc32(index, zlib.crc32(head)))))
-    except OSError:
-        pass
-
-
-def split_text_tables(plain: Any) -> tuple[Any, bytes, bytes]:
-    """``(header, index, texts)``: ``plain`` (a project object's plain form) with each
-    :class:`TextTable` value of its top-level dict replaced by its description (count, where its
-    block of ``index`` starts, where its texts start, the size of its keys), the index (per table:
-    the end offset of each text and its CRC-32 as unsigned 32-bit integers in this machine's byte
-    order, then the keys joined by NUL, UTF-8), and the bytes of all texts in order. Raises
-    ``UnicodeEncodeError`` for a text or key that is not valid Unicode (a lone surrogate),
-    ``ValueError`` for a key holding NUL or a table of 4 GiB or more."""
-    if type(plain) is not dict:
-        return plain, b"", b""
-    index: list[bytes] = []
-    texts: list[bytes] = []
-    size = where = 0
-    header: dict[str, Any] = {}
-    for key, value in plain.items():
-        if isinstance(value, TextTable):
-            encoded = [t.encode("utf-8") for t in value.texts]
-            ends = array(_U32, accumulate(map(len, encoded)))  # relative to the table's start, ``at``
-            crcs = array(_U32, map(zlib.crc32, encoded))
-            keys = b""
-            if value.keys is not None:
-                if any("\0" in k for k in value.keys):
-                    raise ValueError("a key holds NUL")
-                keys = "\0".join(value.keys).encode("utf-8")
-            value = {"@texts": len(encoded), "at": size, "index": where,
-                     "keys": None if value.keys is None else len(keys)}
-            block = ends.tobytes() + crcs.tobytes() + keys
-            index.append(block)
-            where += len(block)
-            size += ends[-1] if ends else 0
-            texts.extend(encoded)
-        header[key] = value
-    return header, b"".join(index), b"".join(texts)
-
-
-def join_text_tables(plain: Any, reader: TextReader, index: bytes, base: int, size: int,
-                     byteorder: str = sys.byteorder) -> Any:
-    """The inverse of :func:`split_text_tables`: each table description of ``plain`` becomes a
-    :class:`StoredTexts` over the checked ``index`` and the ``size`` bytes of texts at ``base`` of
-    ``reader`` (see :meth:`StoredTexts.from_header` for the errors raised)."""
-    if type(plain) is not dict:
-        return plain
-    return {k: StoredTexts.from_header(v, reader, index, base, size, byteorder)
-            if type(v) is dict and "@texts" in v else v for k, v in plain.items()}
-
-
-def write_project_cache(path: str, root: Path, facts: Sequence[ProjectFacts], scan: Scan,
-                        summaries: Sequence[dict | None], transient: set[str] = frozenset(),  # type: ignore[assignment]
-                        write_summaries: bool = True, reuse: Sequence[dict | None] = ()) -> None:
-    """Write the summaries (when ``write_summaries``), then the manifest of ``scan`` (each
-    atomically). The manifest's write time is taken before anything is written, so a file edited
-    meanwhile is hashed next time; ``transient`` failures are not recorded. ``reuse[i]``, when
-    given and not ``None``: the cached encoded summaries of file ``i``, written as they are."""
-    written = time.time_ns()
-    tag = cache_tag(facts)
-    if not write_summaries:
-        entries = {f.rel: [*f.stat, f.digest.hex()] for f in scan.files if f.digest is not None}
-        write_json(path, tag, root, {"written": written, "entries": entries})
-        return
-    encoded: dict[str, Any] = {}
-    for i, (f, summary) in enumerate(zip(scan.files, summaries)):
-        if f.digest is None or f.rel in transient:
-            continue
-        if i < len(reuse) and reuse[i] is not None:
-            encoded[f.rel] = [f.digest.hex(), f.module, reuse[i]]
-            continue
-        if summary is None:
-            encoded[f.rel] = [f.digest.hex(), f.module, None]
-            continue
-        try:
-            encoded[f.rel] = [f.digest.hex(), f.module, {fa.key: fa.encode(summary[fa.key]) for fa in facts}]
-        except (NotImplementedError, TypeError, ValueError):
-            return  # a facts kind without a plain-data form is not cached
-    write_json(_summaries_path(path), tag, root, encoded)
-    entries = {f.rel: [*f.stat, f.digest.hex()] for f in scan.files if f.digest is not None}
-    write_json(path, tag, root, {"written": written, "entries": entries})
-
-
-def clear_cache_dir(folder: str) -> list[str]:
-    """Remove the cache files of ``folder`` (only names the cache writes: ``project-*.json``,
-    ``results-*.json``, leftover temp files, and its own ``.gitignore``/``CACHEDIR.TAG``), then the
-    folder when it is left empty. Returns the removed paths; a missing folder removes nothing."""
-    removed: list[str] = []
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return removed
-    ours = {".gitignore": b"# Created by hp-invariants", "CACHEDIR.TAG": b"Signature: 8a477f597d28d172789f06886806bc55"}
-    for name in names:
-        path = os.path.join(folder, name)
-        mine = CACHE_FILE.fullmatch(name) is not None or name.startswith(".tmp-")
-        if name in ours:
-            try:
-                with open(path, "rb") as handle:
-                    mine = handle.read(len(ours[name])) == ours[name]
-            except OSError:
-                mine = False
-        if mine:
-            try:
-                os.unlink(path)
-                removed.append(path)
-            except OSError:
-                pass
-    try:
-        os.rmdir(folder)
-    except OSError:
-        pass
-    return removed

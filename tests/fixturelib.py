@@ -8,6 +8,7 @@ optionally ``<case>.unsafe.out.py`` (with unsafe fixes).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,53 +121,64 @@ def unexcluded_config(tmp_path: Path) -> Path:
     return config
 
 
-def read_cache_file(path: Path) -> dict:
-    """The JSON part of a cache file of ours, with each text table of a built object's top level
-    read back as a dict (keys) or list of str: an independent reader of the layouts
-    :func:`hp_invariants.store.write_json` and :func:`hp_invariants.project.write_built` write (a
-    built object: its JSON line, the binary index of its tables, the texts, the checksum line)."""
+def cache_db(folder: Path) -> "sqlite3.Connection":
+    """A connection of its own to the store's database in the cache ``folder`` (after closing those of
+    this process, so that the database file holds everything written): the tests read and rewrite
+    rows with it, independently of the store's reading code."""
+    import sqlite3
+
+    from hp_invariants import store
+
+    store.close_all()
+    return sqlite3.connect(Path(folder) / store.DB_NAME, isolation_level=None)
+
+
+def built_rows(folder: Path, kind: str, part: str) -> dict:
+    """``key -> JSON text`` of the entries of the table ``part`` of the stored object of ``kind``."""
+    with contextlib.closing(cache_db(folder)) as conn:
+        return dict(conn.execute("SELECT r.key, r.data FROM built_rows r JOIN built b ON b.gen = r.gen "
+                                 "WHERE b.kind = ? AND r.part = ?", (kind, part)).fetchall())
+
+
+def set_built_rows(folder: Path, kind: str, part: str, entries: dict) -> None:
+    """Give entries of the stored table ``part`` of ``kind`` other JSON texts, with valid CRC-32s (so
+    that what is tested is the reader's check of their content)."""
+    from hp_invariants.store import _row_crc
+
+    with contextlib.closing(cache_db(folder)) as conn:
+        (gen,) = conn.execute("SELECT gen FROM built WHERE kind = ?", (kind,)).fetchone()
+        for key, data in entries.items():
+            (pos,) = conn.execute("SELECT pos FROM built_rows WHERE gen = ? AND part = ? AND key = ?",
+                                  (gen, part, key)).fetchone()
+            conn.execute("UPDATE built_rows SET data = ?, crc = ? WHERE gen = ? AND part = ? AND key = ?",
+                         (data, _row_crc(gen, part, key, pos, data), gen, part, key))
+
+
+def set_built_head(folder: Path, kind: str, change) -> None:
+    """Rewrite the head of the stored object of ``kind`` as ``change(head JSON data)`` returns it, with a
+    valid CRC-32."""
     import json
-    import struct
 
-    content = path.read_bytes()[:-9]  # the checksum line: see hp_invariants.store.with_checksum
-    head, _, rest = content.partition(b"\n")
-    data = json.loads(head)
-    plain = data["data"].get("object")
-    if isinstance(plain, dict) and "index" in data["data"]:
-        order = "<" if data["data"]["order"] == "little" else ">"
-        index, texts = rest[:data["data"]["index"]], rest[data["data"]["index"]:]
-        for key, value in plain.items():
-            if isinstance(value, dict) and "@texts" in value:
-                n, at, where = value["@texts"], value["at"], value["index"]
-                ends = struct.unpack(f"{order}{n}I", index[where:where + 4 * n])
-                starts = [0, *ends[:-1]]
-                table = [texts[at + a:at + b].decode("utf-8") for a, b in zip(starts, ends)]
-                if value["keys"] is None:
-                    plain[key] = table
-                else:
-                    names = index[where + 8 * n:where + 8 * n + value["keys"]].decode("utf-8").split("\0") if n else []
-                    plain[key] = dict(zip(names, table))
-    return data
+    from hp_invariants.store import _crc
+
+    with contextlib.closing(cache_db(folder)) as conn:
+        space, gen, fingerprint, failed, head = conn.execute(
+            "SELECT space, gen, fingerprint, failed, head FROM built WHERE kind = ?", (kind,)).fetchone()
+        text = json.dumps(change(json.loads(head)), separators=(",", ":"))
+        conn.execute("UPDATE built SET head = ?, crc = ? WHERE gen = ?",
+                     (text, _crc(f"{kind}\0{gen}\0{fingerprint}\0{failed}\0{text}", space_seed(conn, space)), gen))
 
 
-def write_cache_file(path: Path, data: dict, tables: tuple[str, ...] = ()) -> None:
-    """Write ``data`` (as :func:`read_cache_file` gives it) back, with valid checksums (so that what
-    is tested is the reader's validation of the content); the values of the built object named in
-    ``tables`` (dicts or lists of JSON texts) are written as text tables."""
-    import json
+def space_seed(conn, space: int) -> int:
+    """The CRC-32 seed of the rows of ``space`` (its root, purpose and version tag)."""
     import zlib
 
-    from hp_invariants.project import TextTable, split_text_tables
-    from hp_invariants.store import with_checksum
+    root, what, tag = conn.execute("SELECT root, what, tag FROM spaces WHERE id = ?", (space,)).fetchone()
+    return zlib.crc32(b"\0".join((root, what.encode(), tag.encode())))
 
-    if "index" not in data["data"]:  # a plain JSON cache file
-        path.write_bytes(with_checksum(json.dumps(data, separators=(",", ":")).encode("ascii")))
-        return
-    plain = dict(data["data"].get("object") or {})
-    for key in tables:
-        value = plain[key]
-        plain[key] = TextTable(list(value.values()), list(value)) if isinstance(value, dict) else TextTable(list(value))
-    header, index, texts = split_text_tables(plain)
-    data = {**data, "data": {**data["data"], "object": header, "index": len(index), "texts": len(texts)}}
-    head = json.dumps(data, separators=(",", ":")).encode("ascii") + b"\n"
-    path.write_bytes(head + index + texts + b"\n%08x" % zlib.crc32(head + index))
+
+def stored_counts(folder: Path) -> dict[str, int]:
+    """The number of rows of each table of the store's database in ``folder``."""
+    with contextlib.closing(cache_db(folder)) as conn:
+        return {table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("spaces", "manifests", "summaries", "built", "built_rows", "results")}

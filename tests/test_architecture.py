@@ -103,6 +103,21 @@ def test_engine_does_not_know_any_rule():
         assert not any(dep.startswith("hp_invariants.rules") for dep in graph[module]), module
 
 
+def test_rules_never_touch_the_store():
+    """One store owns everything on disk (issue #25): a rule declares the types of what it keeps
+    (``ProjectFacts.summary_type``, ``built_parts``, ``record_type``) and never imports the store, nor
+    encodes, validates or versions stored data itself."""
+    graph = import_graph()
+    rules = [name for name in graph if name.startswith("hp_invariants.rules")]
+    assert len(rules) >= 6
+    for name in rules:
+        assert "hp_invariants.store" not in graph[name], name
+        source = Path(_modules()[name]).read_text(encoding="utf-8")
+        for word in ("import json", "VERSION =", "def encode_built", "def decode_built", "TextTable"):
+            assert word not in source or name.endswith("undefined_method_call.index") and word == "import json", \
+                (name, word)
+
+
 # ---------------------------------------------------------------------- a fifth rule
 FIFTH_RULE = '''\
 """# E9599 demo-print-call

@@ -1,19 +1,22 @@
-"""The on-disk caches (issue #12): plain data that cannot run code, content-validated, atomic, in a
-documented place; the per-file results cache and its invalidation across files; the bounded walk."""
+"""The on-disk cache (issues #12 and #25): one store (a SQLite database per cache folder) holding plain
+data that cannot run code, checked row by row, written in transactions, in a documented place; the
+per-file results cache and its invalidation across files; the bounded walk."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from fixturelib import read_cache_file, write_cache_file
+from fixturelib import built_rows, cache_db, set_built_head, set_built_rows, space_seed, stored_counts
 from hp_invariants import engine
 from hp_invariants import project as project_module
 from hp_invariants import store as store_module
@@ -104,54 +107,75 @@ def test_planted_pickle_cache_runs_nothing_and_is_rebuilt(tmp_path):
     marker = tmp_path / "pwned"
     _Boom.marker = marker
     payload = pickle.dumps(_Boom())
-    planted = list(cache.glob("*.json"))
+    store_module.close_all()
+    planted = [p for p in cache.iterdir() if p.name.startswith(store_module.DB_NAME)]
     assert planted
-    for path in planted:  # every cache file replaced by a pickle that would run a command
+    for path in planted:  # the database (and SQLite's files) replaced by a pickle that would run a command
         path.write_bytes(payload)
-    (cache / f"class-index-{'0' * 20}.pickle").write_bytes(payload)  # the old format's name
+    for name in (f"class-index-{'0' * 20}.pickle", f"project-{'0' * 20}.json"):  # the old formats' names
+        (cache / name).write_bytes(payload)
     _same_length_edit(root / "pkg" / "base.py", "def step", "def stop")
     code, findings = _check(root, cache)
     assert not marker.exists()
     assert code == 1 and [f["message"].split(":")[0] for f in findings] == ["'Child' object has no attribute 'step'"]
-    # rebuilt as JSON
-    for path in planted:
-        assert read_cache_file(path)["format"] == store_module.CACHE_FORMAT
+    counts = stored_counts(cache)  # rebuilt: a database of ours again, holding the facts and the results
+    assert counts["summaries"] == 4 and counts["built"] == 2 and counts["results"] == 4
 
 
-def test_crafted_json_cache_is_ignored(tmp_path):
+def test_crafted_rows_are_ignored(tmp_path):
+    """Rows of the right space, with valid checksums, holding data of the wrong shapes: each is read as
+    missing (the store checks every value against its declared type)."""
     root = _project(tmp_path)
     cache = tmp_path / "cache"
     assert _check(root, cache) == (0, [])
-    for path in cache.glob("*.json"):
-        data = read_cache_file(path)
-        if path.name.endswith(".summaries.json"):  # right tag and root, wrong shapes inside
-            data["data"] = {rel: [entry[0], entry[1], {"class-index": [1, [2], {"x": 3}]}]
-                            for rel, entry in data["data"].items()}
-        elif ".built." in path.name:  # a built project object of the right tag and root, garbage inside
-            data["data"]["object"] = {"paths": [3], "functions": {"x": 4}}
-        elif path.name.startswith("results-"):  # entries that claim to be current but hold garbage
-            for entry in data["data"]["files"].values():
-                entry["findings"] = [["E9503", "x", "not a line"]]
-                entry["deps"] = {"class-index": {"fp": "0" * 32, "rec": {"q": [["__init__", 1]], "a": "0"}}}
-        else:
-            data["data"]["entries"] = {rel: ["a", 1] for rel in data["data"]["entries"]}
-        write_cache_file(path, data)
+    with contextlib.closing(cache_db(cache)) as conn:
+        def rewrite(table: str, make) -> None:  # each row as make(row, its space's checksum seed) gives it
+            for row in conn.execute(f"SELECT * FROM {table}").fetchall():
+                new = make(row, space_seed(conn, row[0]))
+                conn.execute(f"INSERT OR REPLACE INTO {table} VALUES ({', '.join('?' * len(new))})", new)
+
+        import zlib
+
+        def summary(row, seed):  # right digest and module, wrong shapes inside
+            space, rel, digest, module, _data, _crc = row
+            data = json.dumps({"class-index": [1, [2], {"x": 3}], "shard-gates": "x"})
+            return space, rel, digest, module, data, zlib.crc32(b"%s\0%s%s\0%s" % (rel, digest, module.encode(),
+                                                                                   data.encode()), seed)
+
+        def results(row, seed):  # entries that claim to be current but hold garbage
+            space, rel, _data, _crc = row
+            data = json.dumps(["0" * 32, {"class-index": ["0" * 32, False, None, [[["__init__", 1]], "0"]]},
+                               [["E9503", "x", "not a line"]], []])
+            return space, rel, data, zlib.crc32(b"%s\0%s" % (rel, data.encode()), seed)
+
+        def manifest(row, seed):
+            space, written, data, _crc = row
+            data = json.dumps({rel: ["a", 1] for rel in json.loads(data)})
+            return space, written, data, store_module._crc(f"{written}\0{data}", seed)
+
+        rewrite("summaries", summary)
+        rewrite("results", results)
+        rewrite("manifests", manifest)
+    set_built_head(cache, "class-index", lambda head: [{"paths": [3], "functions": {"x": 4}}, head[1]])
+    set_built_rows(cache, "shard-gates", "functions", {key: '{"x": 4}' for key in built_rows(cache, "shard-gates",
+                                                                                           "functions")})
     _same_length_edit(root / "pkg" / "base.py", "def step", "def stop")
     code, findings = _check(root, cache)
     assert code == 1 and len(findings) == 1 and "'step'" in findings[0]["message"]
 
 
-def test_decode_rejects_malformed_summaries():
-    facts = ClassIndexFacts()
+def test_summaries_round_trip_and_malformed_ones_are_rejected():
     import ast
 
+    facts = ClassIndexFacts()
     summary = facts.summarize(ast.parse(CHILD), "/p/pkg/child.py")
-    encoded = json.loads(json.dumps(facts.encode(summary)))
-    assert facts.decode(encoded) == summary
+    stored = store_module.codec(facts.summary_type)
+    encoded = json.loads(stored.dumps(summary))
+    assert stored.decode(encoded) == summary and type(stored.decode(encoded)) is type(summary)
     for bad in (None, "x", [], encoded[:-1], [1, *encoded[1:]], [*encoded[:4], [[1]], *encoded[5:]],
                 [*encoded[:2], {"a": 1}, *encoded[3:]], [*encoded[:5], "abc", *encoded[6:]]):
-        with pytest.raises((TypeError, ValueError)):
-            facts.decode(bad)
+        with pytest.raises(store_module.Malformed):
+            stored.decode(bad)
 
 
 # ---------------------------------------------------------------------- validation by content
@@ -269,13 +293,18 @@ def test_cache_dir_and_clear(tmp_path, capsys, monkeypatch):
     assert main(["check", str(root)]) == 0
     capsys.readouterr()
     folder = root / ".hp-cache"
-    assert any(folder.glob("project-*.json")) and any(folder.glob("project-*.built.shard-gates.json"))
+    assert (folder / store_module.DB_NAME).exists()
+    assert built_rows(folder, "shard-gates", "files")  # the built objects, one row per entry
     engine.run_check(_session(folder), [str(root)])  # the results cache (the CLI wraps E9503: see below)
-    assert any(folder.glob("results-*.json"))
+    assert stored_counts(folder)["results"] == 4
+    engine.run_check(_session(folder), [str(root)])  # a connection left open: its -wal/-shm files stay
     (folder / "keep.txt").write_text("not ours")
-    (folder / "project-0123456789abcdef0123.pickle").write_bytes(b"old format: removed, never read")
+    (folder / "my.sqlite3").write_text("not ours either")
+    for old in ("project-0123456789abcdef0123.pickle", "results-0123456789abcdef0123.json"):
+        (folder / old).write_bytes(b"an earlier version's format: removed, never read")
     assert main(["cache", "clear"]) == 0
-    assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"]  # only our files go
+    assert sorted(p.name for p in folder.iterdir()) == ["keep.txt", "my.sqlite3"]  # only our files go
+    (folder / "my.sqlite3").unlink()
     (folder / "keep.txt").unlink()
     assert main(["cache", "clear"]) == 0
     assert not folder.exists()
@@ -300,6 +329,34 @@ def test_write_is_atomic_and_unwritable_folder_only_costs_speed(tmp_path):
     cache = tmp_path / "cache"
     _check(root, cache)
     assert [p.name for p in cache.iterdir() if p.name.startswith(".tmp")] == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_read_only_cache_folder_is_read_and_only_costs_speed(tmp_path):
+    """A cache folder the run cannot write (a shared, read-only cache; a full disk): what is there is
+    still read, nothing is written, nothing is raised, and the answers are those of --no-cache."""
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    _same_length_edit(root / "pkg" / "base.py", "def step", "def stop")
+    expected = _check(root, cache, "--no-cache")
+    assert _check(root, cache) == expected
+    store_module.close_all()  # the database holds everything; no -wal/-shm beside it
+    before = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    os.chmod(cache / store_module.DB_NAME, 0o444)
+    os.chmod(cache, 0o555)
+    try:
+        _same_length_edit(root / "pkg" / "other.py", "return 2", "return 3")  # something to write
+        assert _check(root, cache) == expected
+        assert _check(root, cache) == expected
+        session = _session(cache)
+        engine.run_check(session, [str(root)])
+        if os.geteuid() != 0:  # root writes anyway
+            assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == before
+            assert session.results.stats["hits"] == 3  # the results of the three unchanged files were read
+    finally:
+        store_module.close_all()
+        os.chmod(cache, 0o755)
+        os.chmod(cache / store_module.DB_NAME, 0o644)
 
 
 # ---------------------------------------------------------------------- the per-file results cache
@@ -459,7 +516,7 @@ def test_wrapped_or_plugin_rules_are_never_served_from_the_results_cache(tmp_pat
 
 
 def test_shard_gate_summaries_round_trip_and_reject_malformed_data():
-    """E9502's compact cache form decodes to the very summary, and anything else raises."""
+    """E9502's summary (declared FileFacts) decodes to the very summary, and anything else raises."""
     import ast
 
     from hp_invariants.rules.shard_gate_facts import ShardGateFacts
@@ -484,15 +541,18 @@ def test_shard_gate_summaries_round_trip_and_reject_malformed_data():
             m.reset_sharded_param()
     """))
     summary = facts.summarize(tree, "/p/t.py")
-    encoded = json.loads(json.dumps(facts.encode(summary)))
-    assert facts.decode(encoded) == summary
+    stored = store_module.codec(facts.summary_type)
+    encoded = json.loads(stored.dumps(summary))
+    assert stored.decode(encoded) == summary
     functions, values, other = encoded
     for bad in (None, "x", [], encoded[:2], [{"a": 1}, values, other], [functions, values, "other"],
-                [[["f", 4, None, []]], values, other], [[["f", 0, None, "calls"]], values, other],
-                [[["f", 0, [["?"], 1.5], []]], values, other], [[[1, 0, None, []]], values, other],
-                [functions, [["need", [[["deep"]]]]], other], [functions, [["need", {"n": 1}]], other]):
-        with pytest.raises((TypeError, ValueError)):
-            facts.decode(bad)
+                [[["f", 4, None, [], False]], values, other], [[["f", False, None, "calls", False]], values, other],
+                [[["f", False, [["?", {}]], [], False]], values, other], [[[1, False, None, [], False]], values, other],
+                [functions, [["need", {"n": 1}]], other], [functions, [["need"]], other],
+                [functions, [["need", ["cmp", ">", ["n", "ws"], None]]], other],  # an operand of another type
+                [functions, [["need", ["cmp", ">", ["n", "ws"], 1.5]]], other], [functions, [["need", [True]]], other]):
+        with pytest.raises(store_module.Malformed):
+            stored.decode(bad)
 
 
 def test_cli_freezes_the_built_facts_library_hosts_do_not(tmp_path):
@@ -586,165 +646,138 @@ def test_results_follow_a_helper_that_becomes_must_run_in_another_file(tmp_path)
     assert session.results.stats == {"hits": 1, "misses": 2}
 
 
-# ---------------------------------------------------------------------- text tables of built objects
-def test_text_tables_round_trip_and_reject_bad_descriptions():
-    import struct
-    import sys
-    import zlib
+# ---------------------------------------------------------------------- built objects, entry by entry
+def test_table_views_answer_as_the_built_object(tmp_path):
+    """A built object's table parts come back as views that read, check and decode each entry when
+    asked for: the same answers as the dicts and lists they were built from, in the same order."""
+    from hp_invariants.api import KeyedTable, ListTable, ProjectFacts
 
-    from hp_invariants.project import StoredTexts, TextReader, TextTable, join_text_tables, split_text_tables
+    class Facts(ProjectFacts):
+        key = "demo"
+        summary_type = tuple[str, ...]
+        built_parts = {"names": list[str], "by_name": KeyedTable[tuple[int, str]], "rows": ListTable[frozenset[str]]}
 
-    plain = {"paths": ["a.py"], "named": TextTable(['[1,"x"]', "{}", "[]"], ["f", "g", "h"]),
-             "empty": TextTable([]), "listed": TextTable(["[2]", '"y"'])}
-    header, index, texts = split_text_tables(plain)
-    assert header["paths"] == ["a.py"] and texts == b'[1,"x"]{}[][2]"y"'
-    assert header["named"] == {"@texts": 3, "at": 0, "index": 0, "keys": 5}
-    assert header["empty"] == {"@texts": 0, "at": 11, "index": 29, "keys": None}
-    assert header["listed"] == {"@texts": 2, "at": 11, "index": 29, "keys": None}
-    order = "<" if sys.byteorder == "little" else ">"
-    assert struct.unpack(f"{order}6I", index[:24]) == (7, 9, 11, *map(zlib.crc32, (b'[1,"x"]', b"{}", b"[]")))
-    assert index[24:29] == b"f\0g\0h" and len(index) == 29 + 16
-    raw = b"JSON-PART\n" + texts
-    back = join_text_tables(header, TextReader(raw=raw), index, 10, len(texts))
-    named, listed = back["named"], back["listed"]
-    assert isinstance(named, StoredTexts) and named.keyed and not listed.keyed
-    assert [json.loads(named.get(k)) for k in named] == [[1, "x"], {}, []] and named.get("zz", 5) == 5
-    assert "g" in named and "zz" not in named and len(named) == 3 and len(back["empty"]) == 0
-    assert [json.loads(listed[i]) for i in range(len(listed))] == [[2], "y"]
-    assert listed.get("x") is None and "x" not in listed and list(listed) == []
-    with pytest.raises(TypeError):
-        named[0]
-    # written on a machine of the other byte order: read with the order its header names
-    swapped = bytearray(index)
-    for at in [*range(0, 24, 4), *range(29, 45, 4)]:  # the numbers of "named" and "listed", not the keys
-        swapped[at:at + 4] = swapped[at:at + 4][::-1]
-    other = "big" if sys.byteorder == "little" else "little"
-    foreign = join_text_tables(header, TextReader(raw=raw), bytes(swapped), 10, len(texts), other)
-    assert foreign["named"].get("h") == b"[]" and foreign["listed"][1] == b'"y"'
-    with pytest.raises(ValueError):  # read in the wrong order: offsets out of range
-        join_text_tables(header, TextReader(raw=raw), bytes(swapped), 10, len(texts))
-    for bad in ({"@texts": 2, "at": 0, "index": 0, "keys": None, "x": 1} | {"index": len(index) - 8},
-                {"@texts": 1, "at": 0, "index": "0", "keys": None}, {"@texts": 1, "at": 0, "index": 0, "keys": "3"},
-                {"@texts": 1, "at": 16, "index": 0, "keys": None}, {"@texts": 1, "at": -1, "index": 0, "keys": None},
-                {"@texts": 1, "index": 0, "keys": None}, {"@texts": 2, "at": 0, "index": 0, "keys": 99},
-                {"@texts": 1, "at": 0, "index": -1, "keys": None}, {"@texts": "1", "at": 0, "index": 0, "keys": None},
-                {"@texts": 3, "at": 0, "index": 0, "keys": 3}, [1]):
-        with pytest.raises((TypeError, ValueError)):
-            StoredTexts.from_header(bad, TextReader(raw=raw), index, 10, len(texts))
-    # each text is checked when read: a flipped byte or a file cut short raises ValueError
-    flipped = join_text_tables(header, TextReader(raw=raw.replace(b'"x"', b'"z"')), index, 10, len(texts))
-    assert flipped["named"].get("g") == b"{}"
-    with pytest.raises(ValueError):
-        flipped["named"].get("f")
-    with pytest.raises(ValueError):
-        join_text_tables(header, TextReader(raw=raw[:-2]), index, 10, len(texts))["listed"][1]
-    unicode = {"t": TextTable(['["gr\u00f6\u00dfe"]', '"\u4e2d"'], ["\u00e9t\u00e9", "x"])}  # identifiers need not be ASCII
-    header, index, texts = split_text_tables(unicode)
-    back = join_text_tables(header, TextReader(raw=b"H\n" + texts), index, 2, len(texts))["t"]
-    assert json.loads(back.get("\u00e9t\u00e9")) == ["gr\u00f6\u00dfe"] and json.loads(back.get("x")) == "\u4e2d"
-    with pytest.raises(UnicodeEncodeError):
-        split_text_tables({"t": TextTable(['"\ud800"'])})
-    with pytest.raises(ValueError):  # keys are joined by NUL
-        split_text_tables({"t": TextTable(["1"], ["a\0b"])})
+        def summarize(self, tree, path):
+            return ()
+
+        def build(self, root, paths, summaries, digests):
+            return {"names": ["b", "a"], "by_name": {"zeta": (1, "z"), "\u00e9t\u00e9": (2, "\u4e2d"), "a": (3, "")},
+                    "rows": [frozenset({"x", "y"}), frozenset()]}
+
+        def persist(self, data):
+            return data
+
+        def restore(self, parts, rebuild):
+            return parts
+
+    facts = Facts()
+    root = _tree(tmp_path / "proj", {"m.py": "x = 1\n"})
+    cache = store_module.ProjectCache(str(tmp_path / "cache"), root, [facts])
+    built = facts.build(root, [], [], [])
+    cache.write_built(facts, "fp", built, 0)
+    assert cache.read_built(facts, "another fingerprint", lambda: built) is None
+    read, failed = cache.read_built(facts, "fp", lambda: built)
+    assert failed == 0 and read["names"] == ["b", "a"]
+    by_name, rows = read["by_name"], read["rows"]
+    assert isinstance(by_name, KeyedTable) and isinstance(rows, ListTable)
+    assert by_name.get("zeta") == (1, "z") and by_name["\u00e9t\u00e9"] == (2, "\u4e2d") and by_name.get("no", 5) == 5
+    assert "a" in by_name and "no" not in by_name and 3 not in by_name and by_name.get(("a",)) is None
+    assert len(by_name) == 3 and list(by_name) == ["zeta", "\u00e9t\u00e9", "a"]
+    assert by_name.items() == list(built["by_name"].items())
+    with pytest.raises(KeyError):
+        by_name["no"]
+    assert len(rows) == 2 and rows[0] == frozenset({"x", "y"}) and rows[-1] == frozenset() and list(rows) == built["rows"]
+    with pytest.raises(IndexError):
+        rows[2]
+    # a key that is not valid Unicode or holds NUL, a part not of its type: nothing is stored
+    for bad in ({**built, "by_name": {"\ud800": (1, "")}}, {**built, "by_name": {"a\0b": (1, "")}},
+                {**built, "rows": [{"x"}, 3]}, {**built, "names": "ab"}):
+        other = store_module.ProjectCache(str(tmp_path / "cache"), root, [facts])
+        other.write_built(facts, "fp2", bad, 0)
+        assert other.read_built(facts, "fp2", lambda: bad) is None
 
 
-def test_a_truncated_built_object_is_rebuilt(tmp_path):
-    from hp_invariants.project import Project
-
+def test_a_damaged_entry_or_key_is_answered_from_the_rebuilt_object(tmp_path):
+    """An entry whose text changed into other valid data (a fresh helper found one letter of a name
+    changed), a key changed into another, or rows gone: the views notice (CRC-32 per entry, a count and
+    digest of the keys) and answer from the object rebuilt from the summaries."""
     root = _project(tmp_path)
     cache = tmp_path / "cache"
-    assert _check(root, cache) == (0, [])
-    built = sorted(cache.glob("*.built.*.json"))
-    assert len(built) == 2 and all(b"\n" in path.read_bytes() for path in built)  # JSON part, then the texts
     kinds = list({id(r.project_facts): r.project_facts for r in RULES if r.project_facts is not None}.values())
-    first = Project(cache_dir=str(cache))
-    expected = {f.key: f.encode_built(first.data_for_root(f, root)) for f in kinds}
-    for path in built:
-        path.write_bytes(path.read_bytes()[:-3])  # the last texts cut short
-    again = Project(cache_dir=str(cache))
+    first = project_module.Project(cache_dir=str(cache))
+    expected = {f.key: f.persist(first.data_for_root(f, root)) for f in kinds}
+    uses = built_rows(cache, "class-index", "uses")
+    assert "Child" in uses and "Base" not in uses
+    with contextlib.closing(cache_db(cache)) as conn:
+        conn.execute("UPDATE built_rows SET data = replace(data, 'child', 'chold') WHERE part = 'uses'")
+        conn.execute("UPDATE built_rows SET key = 'Chold' WHERE part = 'uses' AND key = 'Child'")
+        conn.execute("DELETE FROM built_rows WHERE part = 'functions' AND key = 'helper'")
+    again = project_module.Project(cache_dir=str(cache))
     for facts in kinds:
-        got = facts.encode_built(again.data_for_root(facts, root))
-        assert [vars_of(got[k]) for k in got] == [vars_of(expected[facts.key][k]) for k in got]
+        got = facts.persist(again.data_for_root(facts, root))
+        assert {k: v if isinstance(v, (dict, list, str)) else dict(v.items()) if hasattr(v, "items") else list(v)
+                for k, v in got.items()} == expected[facts.key], facts.key
+    index = again.data_for_root(ClassIndexFacts(), root)
+    assert index._uses_by_name.get("Child") == expected["class-index"]["uses"]["Child"]
+    assert "Chold" not in index._uses_by_name
     assert again.stats["parsed"] == 0  # rebuilt from the cached summaries
-    assert all(Project(cache_dir=str(cache)).data_for_root(f, root) is not None for f in kinds)
-    assert [path.read_bytes() for path in built] != [b""] * 2 and all(
-        read_cache_file(path)["data"]["object"] for path in built)  # written whole again
 
 
-def vars_of(value):
-    from hp_invariants.project import TextTable
-
-    return (value.texts, value.keys) if isinstance(value, TextTable) else value
-
-
-def test_a_damaged_cache_file_reads_as_missing(tmp_path):
-    """Every cache file ends with a CRC-32 of its content: a flipped byte anywhere (found by a fresh
-    helper: one letter of a caller's name changed the findings silently) or swapped keys make the
-    file read as missing, and the check equals one without cache."""
+def test_a_damaged_database_reads_as_missing(tmp_path):
+    """Damage anywhere in the database (a flipped byte: in SQLite's own structures, a key, a value, a
+    checksum) makes what it touches read as missing, never as other facts and never as an error: the
+    check equals one without cache. SQLite finds damage to its structures itself; every row carries a
+    CRC-32 of its content and of its space for the rest."""
     root = _project(tmp_path)
     cache = tmp_path / "cache"
     _same_length_edit(root / "pkg" / "base.py", "def step", "def stop")
     expected = _check(root, cache, "--no-cache")
     assert expected[0] == 1
     assert _check(root, cache) == expected
-    files = sorted(cache.glob("*.json"))
-    assert len(files) == 5  # manifest, summaries, two built objects, results
-    for path in files:
-        raw = path.read_bytes()
-        assert store_module.read_json(path, "x", root) is None  # wrong tag
-        positions = [5, len(raw) // 2, len(raw) - 12, len(raw) - 1]
-        if ".built." in path.name:  # a JSON line and a binary index checked on read, texts checked one by one
-            head = raw.index(b"\n") + 1
-            index_size = read_cache_file(path)["data"]["index"]
-            assert index_size > 0 and raw[-9:-8] == b"\n"
-            positions += [head + 2, head + index_size - 1, head + index_size + 1]  # the index, the first text
-        for at in positions:
-            damaged = bytearray(raw)
-            damaged[at] = ord("x") if damaged[at] != ord("x") else ord("y")
-            path.write_bytes(bytes(damaged))
-            if ".built." not in path.name:
-                assert store_module._checked(bytes(damaged)) is None
-            else:  # else the files' results are reused and the index is not read
-                for results in cache.glob("results-*.json"):
-                    results.unlink()
-            assert _check(root, cache) == expected, (path.name, at)
-            path.write_bytes(raw)
-    # the damage the checksum was added for (a fresh helper's): a name in a text changed into another
-    # valid name, so the text still decodes; the object built from it would no longer report 'step'
-    for path in (p for p in files if ".built." in p.name):
-        raw = path.read_bytes()
-        start = raw.index(b"\n") + 1 + read_cache_file(path)["data"]["index"]
-        texts = raw[start:-9]
-        if b"stop" in texts:
-            path.write_bytes(raw[:start] + texts.replace(b"stop", b"step") + raw[-9:])
-            for results in cache.glob("results-*.json"):  # else the files' results are reused: no index read
-                results.unlink()
-            assert _check(root, cache) == expected, path.name
-            path.write_bytes(raw)
-    assert any(b"stop" in p.read_bytes() for p in files if ".built." in p.name)
-    manifest = next(p for p in files if p.name.count(".") == 1 and p.name.startswith("project-"))
-    head = manifest.read_bytes()[:-9]
-    swapped = head.replace(b'"format"', b'"FORMAT"', 1)
-    manifest.write_bytes(swapped + manifest.read_bytes()[-9:])  # content changed, old checksum
+    store_module.close_all()
+    path = cache / store_module.DB_NAME
+    raw = path.read_bytes()
+    assert raw.count(b"stop") >= 2  # the summaries and the built objects hold the name
+    positions = sorted({*range(0, len(raw), max(1, len(raw) // 97)), *range(0, 100, 7),
+                        *(i + d for i in (raw.find(b"stop"), raw.rfind(b"stop"), raw.find(b"Child")) for d in (0, 2))})
+    for at in positions:
+        damaged = bytearray(raw)
+        damaged[at] ^= 0x20 if damaged[at] else 0x41
+        path.write_bytes(bytes(damaged))
+        for extra in ((), ("--no-cache",)) if at % 5 == 0 else ((),):
+            assert _check(root, cache, *extra) == expected, at
+        store_module.close_all()
+        for suffix in ("-wal", "-shm"):
+            (cache / (store_module.DB_NAME + suffix)).unlink(missing_ok=True)
+    path.write_bytes(raw)
+    # the damage the checksums were added for (a fresh helper's): a name in a stored entry changed into
+    # another valid name, so it still decodes; the object built from it would no longer report 'step'
+    damaged = raw.replace(b"stop", b"step")
+    assert damaged != raw
+    path.write_bytes(damaged)
+    assert _check(root, cache) == expected
+    with contextlib.closing(cache_db(cache)) as conn:
+        conn.execute("DELETE FROM results")  # else the files' results are reused: no built object read
+    path.write_bytes(damaged)
     assert _check(root, cache) == expected
 
 
 def test_built_objects_are_cached_for_non_ascii_identifiers(tmp_path):
     """Python identifiers need not be ASCII: the built objects of such a project are still cached
-    (their texts were encoded as ASCII, so the write was silently skipped)."""
+    (their texts were once encoded as ASCII, so the write was silently skipped)."""
     root = _tree(tmp_path / "proj", {"m.py": "class Gr\u00f6\u00dfe:\n    def \u00e9t\u00e9(self):\n        return gr\u00f6\u00dfe()\n"})
     cache = tmp_path / "cache"
     assert _check(root, cache) == (0, [])
-    assert len(list(cache.glob("*.built.*.json"))) == 2
+    assert stored_counts(cache)["built"] == 2
+    [stored] = built_rows(cache, "class-index", "files").values()
+    assert json.loads(stored)[4][0][0] == "Gr\u00f6\u00dfe"  # the file's one class
     assert _check(root, cache) == _check(root, cache, "--no-cache")
 
 
-def test_built_objects_of_many_roots_keep_few_files_open(tmp_path, monkeypatch):
-    """Each built object reads its texts from its cache file, kept open: two files per project root.
-    A run over many roots ran out of file descriptors (a fresh helper's find: 80 roots under
-    `ulimit -n 100` ended in an internal error that exited 1). At most MAX_OPEN_READERS stay open;
-    the others are opened again when read, and a file replaced meanwhile is not read as the old one."""
-    monkeypatch.setattr(project_module, "MAX_OPEN_READERS", 2)
+def test_many_roots_share_one_database_and_few_files(tmp_path):
+    """Each built object's entries are read when asked for. A run over many project roots once held
+    two files open per root and ran out of file descriptors (a fresh helper's find: 80 roots under
+    `ulimit -n 100` ended in an internal error); all roots now share the folder's one database."""
     top = tmp_path / "many"
     for n in range(6):
         _tree(top / f"r{n}", {"pkg/__init__.py": "",
@@ -756,26 +789,64 @@ def test_built_objects_of_many_roots_keep_few_files_open(tmp_path, monkeypatch):
     expected = _check(top, cache, "--no-cache")
     assert expected[0] == 1 and len(expected[1]) == 6
     assert _check(top, cache) == expected  # writes the built objects
-    for results in cache.glob("results-*.json"):
-        results.unlink()  # so that the next check reads every root's built objects
-
-    def open_built() -> int:
-        return sum(1 for fd in os.listdir("/proc/self/fd")
-                   if ".built." in os.path.realpath(f"/proc/self/fd/{fd}"))
-
+    with contextlib.closing(cache_db(cache)) as conn:
+        conn.execute("DELETE FROM results")  # so that the next check reads every root's built objects
     assert _check(top, cache) == expected
+    assert {p.name for p in cache.iterdir() if not p.name.startswith(".")} <= {
+        store_module.DB_NAME, store_module.DB_NAME + "-shm", store_module.DB_NAME + "-wal", "CACHEDIR.TAG"}
     if os.path.isdir("/proc/self/fd"):
-        assert open_built() <= 2
-    # a reader whose file was closed opens it again; a file replaced since is refused (and rebuilt)
-    readers = list(project_module._OPEN_READERS.values())
-    old = next(r for r in readers)
-    project_module._OPEN_READERS.clear()
-    old.close()
-    path = Path(old._path)
-    assert old.read(0, 1) == path.read_bytes()[:1] and project_module._OPEN_READERS
-    old.close()
-    copy = path.read_bytes()
-    path.unlink()
-    path.write_bytes(copy)  # same bytes, another file
-    with pytest.raises(ValueError):
-        old.read(0, 1)
+        open_files = [os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")]
+        assert sum(str(cache) in f for f in open_files) <= 3 * (1 + store_module.MAX_SNAPSHOTS)
+
+
+def test_a_restored_object_answers_as_stored_while_a_newer_build_replaces_it(tmp_path):
+    """An object restored from the store reads its entries in a snapshot (an open read transaction):
+    a later build of a changed project (this process's or another run's) replaces the stored object,
+    and the restored one still answers as it was stored (as a file kept open did). The snapshot closes
+    with the last object reading through it."""
+    import gc
+
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    project_module.Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)  # stored
+    old = project_module.Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)
+    assert not isinstance(old.files, list) and store_module._SNAPSHOTS  # restored: read through a snapshot
+    (root / "pkg" / "other.py").write_text("class Made:\n    pass\n\n\nclass Other(Made):\n    pass\n\n\nMade()\n")
+    new = project_module.Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)
+    assert "Made" in new._uses_table()
+    assert new.paths == old.paths and old._uses_by_name.get("Made") is None and "Made" not in old._uses_by_name
+    other = old.file_index(str(root / "pkg" / "other.py"))
+    assert [c.qualname for c in old.files[other].classes] == []  # the stored (old) summary
+    assert old.used((old.file_index(str(root / "pkg" / "child.py")), "Child"))
+    del old, new
+    gc.collect()
+    assert store_module._SNAPSHOTS == []
+
+
+# ---------------------------------------------------------------------- concurrent runs
+def test_concurrent_runs_and_workers_share_the_store(tmp_path):
+    """Runs at the same time on one cache folder (an editor's and a pre-commit's), each with forked
+    `-j 2` workers: each writes in transactions, none sees another's half-written state, and every
+    run's output equals --no-cache."""
+    roots = [_tree(tmp_path / f"p{n}", {"pkg/__init__.py": "", "pkg/base.py": BASE.replace("step", f"step{n % 2}"),
+                                        "pkg/child.py": CHILD, **{f"pkg/m{i}.py": f"class M{i}:\n    pass\n"
+                                                                  for i in range(40)}}) for n in range(3)]
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    expected = [_check(root, cache, "--no-cache") for root in roots]
+
+    def start(root: Path) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "hp_invariants", "check", "--format", "json", "-j", "2",
+                                 "--cache-dir", str(cache), str(root)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+
+    for _round in range(2):  # cold: all write at once; warm: all read while the others write results
+        runs = [start(root) for root in [*roots, *roots]]
+        outputs = [run.communicate(timeout=300) for run in runs]
+        for (out, err), want in zip(outputs, [*expected, *expected]):
+            assert b"Traceback" not in err, err.decode()
+            assert json.loads(out)["findings"] == want[1]
+    counts = stored_counts(cache)
+    assert counts["spaces"] == 6 and counts["built"] == 6 and counts["results"] == 3 * 43
+
+

@@ -499,22 +499,23 @@ def test_cached_project_index_answers_as_the_built_one(tmp_path):
 
 
 def test_a_malformed_entry_of_the_cached_index_is_rebuilt_not_trusted(tmp_path):
-    from fixturelib import read_cache_file, write_cache_file
+    from fixturelib import built_rows, set_built_head, set_built_rows
 
     root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES})
     cache = tmp_path / "cache"
     expected = [(f.line, f.args) for f in _check_project(root, "train.py", cache)]
     assert len(expected) == 1
-    [built] = cache.glob("*.built.shard-gates.json")
-    data = read_cache_file(built)
-    assert data["data"]["object"]["functions"]["apply_fsdp"].startswith("[[")  # stored as text tables
-    data["data"]["object"]["functions"]["apply_fsdp"] = '[["not", "a", "def", 0]]'
-    data["data"]["object"]["callers"]["fully_shard"] = '{"not": "a list"}'
-    write_cache_file(built, data, ("functions", "callers", "attr_other"))
+    assert built_rows(cache, "shard-gates", "functions")["apply_fsdp"].startswith("[[")  # one row per name
+    set_built_rows(cache, "shard-gates", "functions", {"apply_fsdp": '[["not", "a", "def", 0]]'})
+    set_built_rows(cache, "shard-gates", "callers", {"fully_shard": '{"not": "a list"}'})
     assert [(f.line, f.args) for f in _check_project(root, "train.py", cache)] == expected
-    assert b"not a list" not in built.read_bytes()  # and the cache holds the rebuilt index again
-    data["data"]["object"] = {"paths": [3], "functions": {"x": 4}}  # malformed as a whole
-    write_cache_file(built, data)
+    assert "not a list" not in built_rows(cache, "shard-gates", "callers")["fully_shard"]  # rebuilt and stored again
+
+    def malformed(head):  # a plain part of another shape
+        head[0]["paths"] = [3]
+        return head
+
+    set_built_head(cache, "shard-gates", malformed)
     assert [(f.line, f.args) for f in _check_project(root, "train.py", cache)] == expected
 
 
@@ -764,15 +765,14 @@ def test_a_degree_retest_counts_only_in_the_same_function_and_for_the_same_quant
     assert len(_check(nested)) == 1  # a nested function's re-test is another function's
 
 
-def test_names_are_written_as_json_whatever_they_hold():
-    # the cached index joins names into JSON text directly when none needs escaping
-    import json
+def test_names_are_stored_whatever_they_hold():
+    # the stored index keeps names as JSON text: any name comes back as it was
+    from hp_invariants.store import codec
 
-    from hp_invariants.rules.shard_gate_facts import _strings_json
-
+    callers = codec(RULE.project_facts.built_parts["callers"].__args__[0])
     for items in ([], ["a"], ["fully_shard", "apply_fsdp"], ["é", "名前"], ['a"b'], ["a\\b"], ["t\tab"], ["\x01", "x"],
-                  ['"', '"']):
-        assert json.loads(_strings_json(items)) == items
+                  ['"', '"'], ["\ud800"]):
+        assert callers.loads(callers.dumps(items)) == items
 
 
 def test_the_checked_file_is_known_in_the_index_by_a_relative_path_too(tmp_path, monkeypatch):
@@ -807,14 +807,16 @@ def test_the_checked_file_is_known_in_the_index_by_a_relative_path_too(tmp_path,
 
 
 def test_the_checked_file_s_facts_come_from_the_index_when_its_bytes_are_indexed(tmp_path):
-    from hp_invariants.project import LazyList, Project, content_digest
+    from fixturelib import set_built_rows
+    from hp_invariants.api import ListTable
+    from hp_invariants.project import Project, content_digest
     from hp_invariants.rules import shard_gate_facts as facts
 
     root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES, "broken.py": "def (:\n"})
     cache = tmp_path / "cache"
     built = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
     read = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
-    assert isinstance(read.files, LazyList)  # read back from the cache
+    assert isinstance(read.files, ListTable) and not isinstance(read.files, list)  # read back from the cache
     for name in ("helpers.py", "train.py"):
         path = root / name
         raw = path.read_bytes()
@@ -824,25 +826,25 @@ def test_the_checked_file_s_facts_come_from_the_index_when_its_bytes_are_indexed
         assert built.file_facts(str(path), other) is None and read.file_facts(str(path), other) is None
     assert built.file_facts(str(root / "broken.py"), b"def (:\n") is None  # not parsed: not indexed
     assert built.file_facts(str(tmp_path / "elsewhere.py"), content_digest(b"")) is None
-    read.files = LazyList(["[1]"] * len(read.files), facts.decode_summary, lambda i: None)  # malformed texts
-    assert read.file_facts(str(root / "train.py"), content_digest((root / "train.py").read_bytes())) is None
+    set_built_rows(cache, "shard-gates", "files", {i: "[1]" for i in range(len(built.paths))})  # malformed entries
+    damaged = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
+    train = str(root / "train.py")
+    assert damaged.file_facts(train, content_digest((root / "train.py").read_bytes())) == built.file_facts(
+        train, content_digest((root / "train.py").read_bytes()))  # answered from the rebuilt index
     assert _check_project(root, "train.py", cache) == _check_project(root, "train.py")
 
 
 def test_a_cached_caller_without_a_definition_does_not_crash_the_check(tmp_path):
     """A built-object cache damaged so that it stays well-formed (found by a fresh helper: one letter
     changed in a caller's name) must not crash the prefilter's closure (it raised KeyError)."""
-    from fixturelib import read_cache_file, write_cache_file
+    from fixturelib import set_built_rows
     from hp_invariants.project import Project
     from hp_invariants.rules.shard_gated_reset import project_closure
 
     root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES})
     cache = tmp_path / "cache"
     assert len(_check_project(root, "train.py", cache)) == 1
-    [built] = cache.glob("*.built.shard-gates.json")
-    data = read_cache_file(built)
-    data["data"]["object"]["callers"]["fully_shard"] = '["apply_fsdq"]'
-    write_cache_file(built, data, ("functions", "callers", "attr_other", "files"))
+    set_built_rows(cache, "shard-gates", "callers", {"fully_shard": '["apply_fsdq"]'})
     index = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
     assert "apply_fsdq" not in project_closure(index, frozenset({"fully_shard"}))  # it raised KeyError
     assert isinstance(_check_project(root, "train.py", cache), list)

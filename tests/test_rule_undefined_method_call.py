@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import json
 import subprocess
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from fixturelib import cache_db, stored_counts
 from hp_invariants import project as project_module
+from hp_invariants import store as store_module
 from hp_invariants.engine import session_for_rules
 from hp_invariants.project import Project
 from hp_invariants.rules.undefined_method_call import index as class_index
@@ -221,8 +224,9 @@ def test_cache_warm_run_reads_and_detects_changes(tmp_path, monkeypatch):
     assert (cold.stats["parsed"], cold.stats["cached"], cold.stats["failed"]) == (2, 0, 0)
     names = sorted(p.name for p in cache.iterdir())
     assert [n for n in names if n.startswith(".tmp")] == []  # written atomically, no temp left
-    # the manifest, the summaries and the built index
-    assert sum(n.startswith("project-") for n in names) == 3 and any(n.endswith(".built.class-index.json") for n in names)
+    # the manifest, each file's summaries and the built index (its files and uses tables: one row per entry)
+    counts = stored_counts(cache)
+    assert (counts["manifests"], counts["summaries"], counts["built"]) == (1, 2, 1) and counts["built_rows"] >= 2
     calls = []
     monkeypatch.setattr(project_module, "summarize_file", lambda *a: calls.append(a))
     warm = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
@@ -305,22 +309,23 @@ def test_a_malformed_part_of_the_cached_index_is_rebuilt_not_trusted(tmp_path):
     root = _project(tmp_path / "proj", INDEX_PROJECT)
     cache = tmp_path / "cache"
     built = Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)
-    [path] = cache.glob("*.built.class-index.json")
-    from fixturelib import read_cache_file, write_cache_file
+    from fixturelib import built_rows, set_built_head, set_built_rows
 
-    data = read_cache_file(path)
-    data["data"]["object"]["files"][1] = '["not", "a summary"]'
-    data["data"]["object"]["uses"]["Child"] = '{"not": "a list"}'
-    write_cache_file(path, data, ("files", "uses"))
+    set_built_rows(cache, "class-index", "files", {1: '["not", "a summary"]'})
+    set_built_rows(cache, "class-index", "uses", {"Child": '{"not": "a list"}'})
     again = Project(cache_dir=str(cache))
     read = again.data_for_root(ClassIndexFacts(), root)
-    assert again.stats["parsed"] == 0  # read back: the parts are checked when first read
+    assert again.stats["parsed"] == 0  # read back: the entries are checked when first read
     child = (built.file_index(str(root / "pkg" / "child.py")), "Child")
     assert read.used(child) == built.used(child) is True
     assert list(read.files) == list(built.files)
-    assert b"a summary" not in path.read_bytes()  # the cache holds the rebuilt index again
-    data["data"]["object"]["children"] = [[1, 2, 3]]  # malformed as a whole: rebuilt at once
-    write_cache_file(path, data, ("files", "uses"))
+    assert "a summary" not in built_rows(cache, "class-index", "files")[1]  # the cache holds the rebuilt index again
+
+    def malformed(head):  # a plain part of another shape: the head does not decode, rebuilt at once
+        head[0]["children"] = [[1, 2, 3]]
+        return head
+
+    set_built_head(cache, "class-index", malformed)
     assert list(Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root).files) == list(built.files)
 
 
@@ -328,18 +333,24 @@ def test_corrupt_or_old_cache_is_rebuilt(tmp_path, monkeypatch):
     root = _project(tmp_path / "proj", {"a.py": "class A:\n    pass\n"})
     cache = tmp_path / "cache"
     ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
-    for cache_file in cache.glob("project-*.json"):
-        cache_file.write_bytes(b"not json")
+    from hp_invariants import store
+
+    store.close_all()
+    for name in (store.DB_NAME, store.DB_NAME + "-wal"):
+        if (cache / name).exists():
+            (cache / name).write_bytes(b"not a database")
     assert ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True).stats["parsed"] == 1
-    monkeypatch.setattr(ClassIndexFacts, "version", ClassIndexFacts.version + 100)
+    assert ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True).stats["parsed"] == 0  # written anew
+    # another version of the code (a summarizer changed, nobody bumped anything): nothing old is read
+    monkeypatch.setattr(store, "_CODE_DIGEST", ["0" * 16])
     assert ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True).stats["parsed"] == 1
-    for cache_file in cache.glob("project-*.json"):
-        assert f"class-index:{ClassIndexFacts.version}/" in json.loads(cache_file.read_bytes().split(b"\n")[0])["tag"]
+    with contextlib.closing(cache_db(cache)) as conn:
+        assert [tag for (tag,) in conn.execute("SELECT tag FROM spaces")] == [store.cache_tag()]
 
 
 def test_default_cache_dir(monkeypatch):
     monkeypatch.setenv("HP_INVARIANTS_CACHE_DIR", "/x/y")
-    assert project_module.default_cache_dir() == "/x/y"
+    assert project_module.default_cache_dir() == store_module.default_cache_dir() == "/x/y"
     monkeypatch.delenv("HP_INVARIANTS_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
     assert project_module.default_cache_dir() == "/xdg/hp-invariants"

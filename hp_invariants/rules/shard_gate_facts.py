@@ -22,20 +22,14 @@ nodes. Expressions are kept in a small encoded form (:func:`encode`):
 from __future__ import annotations
 
 import ast
-import json
 import os
-import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple, Optional, Tuple, Union
 
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, dotted_name, last_name, walk_function_body
-from hp_invariants.project import LazyList, LazyMap, TextTable
-from hp_invariants.api import ProjectFacts
+from hp_invariants.api import KeyedTable, ListTable, ProjectFacts
 from hp_invariants.semantic import is_property
-
-FACTS_VERSION = 5
-"""Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
 
 UNKNOWN = ("?",)
 _OPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
@@ -53,6 +47,13 @@ _MAX_ENC_DEPTH = 8
 _SKIPPED_EXPRESSIONS = frozenset({ast.Lambda, *_COMPS, ast.Constant, ast.Name, ast.JoinedStr, ast.Attribute})
 
 
+Operand = Union[str, int, Tuple["Operand", ...]]
+"""An item of an encoded expression: a string, an int, or a tuple of such items."""
+
+Expression = Tuple[Operand, ...]
+"""An encoded expression (see the module docstring): a tuple of strings, ints and such tuples."""
+
+
 class FunctionFact(NamedTuple):
     """One ``def`` of a file.
 
@@ -66,8 +67,8 @@ class FunctionFact(NamedTuple):
 
     name: str
     is_property: bool
-    returns: tuple | None
-    calls: frozenset
+    returns: Optional[tuple[Expression, ...]]
+    calls: frozenset[str]
     abstract: bool = False
 
 
@@ -80,9 +81,9 @@ class FileFacts(NamedTuple):
     file's classes (a default the instance may keep): these are not predicates.
     """
 
-    functions: tuple
-    attr_values: tuple
-    attr_other: frozenset
+    functions: tuple[FunctionFact, ...]
+    attr_values: tuple[tuple[str, Expression], ...]
+    attr_other: frozenset[str]
 
 
 EMPTY = ((), (), frozenset())
@@ -384,75 +385,6 @@ def _store(target: ast.AST, value: ast.AST | None, attr_values: list, attr_other
                 attr_other.add(_intern(sub.attr))
 
 
-def _list(value: Any) -> list:
-    if type(value) is not list:
-        raise TypeError("list expected")
-    return value
-
-
-def _expression(data: Any, depth: int = 0) -> tuple:
-    """An encoded expression (see :func:`encode`) from its JSON form: lists of strings, ints and
-    such lists, no deeper than :func:`encode` makes them; anything else raises."""
-    if type(data) is not list or not data or type(data[0]) is not str or depth > 2 * _MAX_ENC_DEPTH + 4:
-        raise TypeError("encoded expression expected")
-    out: list[Any] = []
-    for item in data:
-        kind = type(item)
-        if kind is str:
-            out.append(sys.intern(item))
-        elif kind is int:
-            out.append(item)
-        elif kind is list and item and type(item[0]) is list:  # the operands of and/or
-            out.append(tuple(_expression(x, depth + 1) for x in item))
-        else:
-            out.append(_expression(item, depth + 1))
-    return tuple(out)
-
-
-_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
-"""Compact JSON text of a value (one encoder for every call: ``json.dumps`` with options builds one per call)."""
-
-
-_ESCAPED = re.compile(r'[\\\x00-\x1f]').search
-
-
-def _strings_json(items: list[str]) -> str:
-    """The JSON text of a list of names, built by joining them when none needs escaping (names are
-    identifiers: the common case), else by the encoder."""
-    if not items:
-        return "[]"
-    text = '["' + '","'.join(items) + '"]'
-    if text.count('"') == 2 * len(items) and _ESCAPED(text) is None:
-        return text
-    return _json(items)
-
-
-def _function_defs(name: str, data: Any) -> list[tuple[int, FunctionFact]]:
-    """Decode the ``[[file number, flags, returns, calls], ...]`` of the ``def``s of ``name``."""
-    out = []
-    for item in _list(data):
-        number, flags, returns, calls = _list(item)
-        if type(number) is not int or type(flags) is not int or not 0 <= flags <= 3:
-            raise ValueError("function entry")
-        out.append((number, FunctionFact(name, bool(flags & 1),
-                                         None if returns is None else tuple(_expression(r) for r in _list(returns)),
-                                         frozenset(map(_str, _list(calls))), bool(flags & 2))))
-    return out
-
-
-def _str(value: Any) -> str:
-    if type(value) is not str:
-        raise TypeError("str expected")
-    return sys.intern(value)
-
-
-def _numbers(_attr: str, data: Any) -> set[int]:
-    numbers = set(_list(data))
-    if not numbers <= {n for n in numbers if type(n) is int}:
-        raise TypeError("file numbers expected")
-    return numbers
-
-
 class ShardGateIndex:
     """Every file's :class:`FileFacts` of one project, by name (what E9502 reads at check time).
 
@@ -460,8 +392,9 @@ class ShardGateIndex:
     ``attr_values[attr]``: ``(file number, encoded value)`` of every boolean-shaped ``self.attr``
     store; ``attr_other[attr]``: the file numbers storing anything else. ``memo`` holds results the
     rule derives with its options (the must-run closure), keyed by the option values. Read back from
-    the cache (:meth:`from_plain`), ``functions``, ``attr_other`` and :meth:`callers` are
-    :class:`LazyMap` objects with the same ``get``/``[]`` answers.
+    the store (:meth:`from_parts`), ``files`` is a :class:`~hp_invariants.api.ListTable` and
+    ``functions``, ``attr_other`` and :meth:`callers` are :class:`~hp_invariants.api.KeyedTable` views
+    with the same ``get``/``[]`` answers.
     """
 
     def __init__(self, paths: Iterable[str], summaries: Iterable[FileFacts], digests: Iterable[bytes] = ()):
@@ -502,67 +435,29 @@ class ShardGateIndex:
             return None
         return facts if isinstance(facts, (tuple, list)) and len(facts) == 3 else None
 
-    def to_plain(self) -> dict[str, Any]:
-        """This index as JSON data (:meth:`from_plain` reads it back): paths, and per name the JSON
-        text of its ``def``s, of the callers of it, and of the files storing it as a non-predicate."""
-        def definition(n: int, f: FunctionFact) -> str:
-            flags = (1 if f.is_property else 0) | (2 if f.abstract else 0)
-            returns = "null" if f.returns is None else _json(f.returns)
-            return f"[{n},{flags},{returns},{_strings_json(sorted(f.calls))}]"
-
-        functions, callers, attr_other = self.functions.items(), self.callers().items(), self.attr_other.items()
-        return {
-            "paths": self.paths,
-            "digests": [d.hex() for d in self.digests],
-            "files": TextTable([_json(encode_summary(f)) for f in self.files]),
-            "functions": TextTable(["[" + ",".join([definition(n, f) for n, f in defs]) + "]" for _, defs in functions],
-                                   [name for name, _ in functions]),
-            "callers": TextTable([_strings_json(names) for _, names in callers], [callee for callee, _ in callers]),
-            "attr_values": [[attr, n, value] for attr, values in self.attr_values.items() for n, value in values],
-            "attr_other": TextTable(["[" + ",".join(map(str, sorted(numbers))) + "]" for _, numbers in attr_other],
-                                    [attr for attr, _ in attr_other]),
-        }
+    def to_parts(self) -> dict[str, Any]:
+        """This index as the parts :attr:`ShardGateFacts.built_parts` declares (:meth:`from_parts`
+        reads them back)."""
+        return {"paths": self.paths, "digests": self.digests, "files": list(self.files), "functions": self.functions,
+                "callers": self.callers(), "attr_values": self.attr_values, "attr_other": self.attr_other}
 
     @classmethod
-    def from_plain(cls, data: Any, rebuild: Callable[[], "ShardGateIndex"]) -> "ShardGateIndex":
-        """The index :meth:`to_plain` wrote; raises ``TypeError``/``ValueError``/``KeyError`` when
-        ``data`` is not of that shape. The per-name texts are decoded when first read; when one is
-        malformed, the index takes every map of ``rebuild()`` (built from the summaries) and answers
-        from those from then on."""
-        if type(data) is not dict:
-            raise TypeError("index expected")
+    def from_parts(cls, parts: dict[str, Any]) -> "ShardGateIndex":
+        """The index :meth:`to_parts` gave, from its parts as the store read them back (the per-name
+        tables are read entry by entry, when first asked for); raises ``ValueError`` when the lists
+        do not have one entry per file."""
         index = cls.__new__(cls)
-        index.paths = [_str(p) for p in _list(data["paths"])]
+        index.paths = parts["paths"]
         index.file_no = {path: i for i, path in enumerate(index.paths)}
-        index.digests = [bytes.fromhex(_str(d)) for d in _list(data["digests"])]
-        index.files = LazyList(data["files"], decode_summary, lambda i: None)  # malformed: summarize the tree
+        index.digests = parts["digests"]
+        index.files = parts["files"]
         if not len(index.paths) == len(index.digests) == len(index.files):
             raise ValueError("index lists of different lengths")
-        index.attr_values = {}
-        for item in _list(data["attr_values"]):
-            attr, number, value = _list(item)
-            if type(number) is not int:
-                raise TypeError("file number expected")
-            index.attr_values.setdefault(_str(attr), []).append((number, _expression(value)))
+        index.functions = parts["functions"]
+        index.attr_values = parts["attr_values"]
+        index.attr_other = parts["attr_other"]
+        index._callers = parts["callers"]
         index.memo = {}
-
-        def recover(field: str) -> Callable[[str, Any], Any]:
-            def answer(key: str, default: Any) -> Any:
-                rebuilt = rebuild()
-                if rebuilt.paths != index.paths:  # another file set: the file numbers would not match
-                    raise ValueError("the project changed while its cached E9502 facts were read")
-                index.functions, index.attr_values, index.attr_other = \
-                    rebuilt.functions, rebuilt.attr_values, rebuilt.attr_other
-                index._callers = rebuilt.callers()
-                index.memo.clear()
-                source = index._callers if field == "callers" else getattr(index, field)
-                return source.get(key, default)
-            return answer
-
-        index.functions = LazyMap.from_cache(data["functions"], _function_defs, recover("functions"))  # type: ignore[assignment]
-        index.attr_other = LazyMap.from_cache(data["attr_other"], _numbers, recover("attr_other"))  # type: ignore[assignment]
-        index._callers = LazyMap.from_cache(data["callers"], lambda _callee, names: [_str(n) for n in _list(names)],  # type: ignore[assignment]
-                                 recover("callers"))
         return index
 
     def callers(self) -> dict[str, list[str]]:
@@ -583,49 +478,12 @@ class ShardGateIndex:
         return self._callers
 
 
-def encode_summary(summary: tuple) -> list:
-    """Return the :func:`summarize` result ``summary`` as compact JSON data: ``[functions,
-    attr_values, attr_other]``, each function ``[name, flags, returns, calls]`` (``flags``: 1 a
-    property, 2 abstract; ``calls`` sorted; encoded expressions as nested lists), ``attr_other`` sorted."""
-    functions, attr_values, attr_other = summary
-    return [[[f[0], (1 if f[1] else 0) | (2 if f[4] else 0), f[2], sorted(f[3])] for f in functions],
-            [list(item) for item in attr_values], sorted(attr_other)]
-
-
-def decode_summary(data: Any) -> tuple:
-    """Return the summary :func:`encode_summary` turned into ``data``. Raises ``TypeError`` or
-    ``ValueError`` when ``data`` is not of that shape (the cache folder may be shared)."""
-    functions, attr_values, attr_other = _list(data)
-    intern = sys.intern
-    decoded: list[tuple] = []
-    for item in _list(functions):
-        name, flags, returns, calls = _list(item)
-        if type(flags) is not int or not 0 <= flags <= 3:
-            raise ValueError("function flags")
-        decoded.append((intern(name), bool(flags & 1),
-                        None if returns is None else tuple(_expression(r) for r in _list(returns)),
-                        frozenset(map(intern, _list(calls))), bool(flags & 2)))
-    values = []
-    for item in _list(attr_values):
-        attr, value = _list(item)
-        values.append((intern(attr), _expression(value)))
-    return (tuple(decoded), tuple(values), frozenset(map(intern, _list(attr_other))))
-
-
 class ShardGateFacts(ProjectFacts):
     """E9502's :class:`~hp_invariants.api.ProjectFacts`: :func:`summarize` per file, a
     :class:`ShardGateIndex` per project."""
 
-    def encode(self, summary: tuple) -> list:
-        """Return ``summary`` as compact JSON data (:func:`encode_summary`)."""
-        return encode_summary(summary)
-
-    def decode(self, data: Any) -> tuple:
-        """Return the summary :meth:`encode` turned into ``data`` (:func:`decode_summary`)."""
-        return decode_summary(data)
-
     key = "shard-gates"
-    version = FACTS_VERSION
+    summary_type = FileFacts
 
     def summarize(self, tree: ast.Module, path: str) -> tuple:
         """Return the summary of ``tree`` (:func:`summarize`; the path is not used)."""
@@ -636,12 +494,19 @@ class ShardGateFacts(ProjectFacts):
         return ShardGateIndex(paths, (s if isinstance(s, (tuple, list)) and len(s) == 3 else EMPTY
                                       for s in summaries), digests)
 
-    caches_built = True
+    built_parts = {
+        "paths": list[str], "digests": list[bytes],
+        "files": ListTable[FileFacts],
+        "functions": KeyedTable[list[tuple[int, FunctionFact]]],
+        "callers": KeyedTable[list[str]],
+        "attr_values": dict[str, list[tuple[int, Expression]]],
+        "attr_other": KeyedTable[set[int]],
+    }
 
-    def encode_built(self, data: ShardGateIndex) -> dict[str, Any]:
-        """Return the index as JSON data (:meth:`ShardGateIndex.to_plain`)."""
-        return data.to_plain()
+    def persist(self, data: ShardGateIndex) -> dict[str, Any]:
+        """Return the parts of the index (:meth:`ShardGateIndex.to_parts`)."""
+        return data.to_parts()
 
-    def decode_built(self, plain: Any, rebuild: Callable[[], ShardGateIndex]) -> ShardGateIndex:
-        """Return the index :meth:`encode_built` wrote (:meth:`ShardGateIndex.from_plain`)."""
-        return ShardGateIndex.from_plain(plain, rebuild)
+    def restore(self, parts: dict[str, Any], rebuild: Callable[[], ShardGateIndex]) -> ShardGateIndex:
+        """Return the index from its stored parts (:meth:`ShardGateIndex.from_parts`)."""
+        return ShardGateIndex.from_parts(parts)

@@ -528,9 +528,9 @@ class _RegisteringFacts(ShardGateFacts):
         _BUILT.add(index)
         return index
 
-    def decode_built(self, plain, rebuild):
-        """Read the cached index (see :meth:`ShardGateFacts.decode_built`) and register it."""
-        index = super().decode_built(plain, rebuild)
+    def restore(self, parts, rebuild):
+        """Restore the stored index (see :meth:`ShardGateFacts.restore`) and register it."""
+        index = super().restore(parts, rebuild)
         _BUILT.add(index)
         return index
 

@@ -1,6 +1,6 @@
 """The cross-file class index of one project, used by E9503 (``undefined-method-call``).
 
-Every ``.py`` file under the project root is reduced by :func:`summarize` to a small, picklable
+Every ``.py`` file under the project root is reduced by :func:`summarize` to a small, plain-data
 :class:`FileSummary` (module name, import map, and per class: qualified base names, the member
 names it defines or assigns, flags). Summaries hold only tuples, frozensets and interned strings,
 never ``ast`` nodes, so the whole installed torch package indexes in a few tens of MiB.
@@ -24,16 +24,11 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Optional, Sequence
 
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
-                                   walk_function_body,
                                    string_value, walk_nodes)
-from hp_invariants.project import LazyList, LazyMap, TextTable
-from hp_invariants.api import ProjectFacts
-
-FORMAT_VERSION = 10
-"""Bump when :func:`summarize` or the cache layout changes: older caches are then rebuilt."""
+from hp_invariants.api import KeyedTable, ListTable, Plain, ProjectFacts
 
 UNKNOWN = "?"
 """A base expression that cannot be named statically (``namedtuple(...)``, a local variable)."""
@@ -1148,81 +1143,41 @@ class ClassIndex:
         self._root_prefix = os.path.join(str(self.root), "")
         self.stats = {"parsed": 0, "cached": 0, "failed": 0}
 
-    # ------------------------------------------------------------------ the built-object cache
-    def to_plain(self) -> dict:
-        """This index as JSON data (:meth:`from_plain` reads it back): paths, digests, module names,
-        each file's summary as JSON text (decoded when first read), and the project-wide tables that
-        :meth:`patched_members`, :meth:`stored`, :meth:`subclasses`, :meth:`possible_subclasses` and
-        :meth:`used` otherwise compute from every file on first use."""
+    # ------------------------------------------------------------------ the parts the store keeps
+    def to_parts(self) -> dict:
+        """This index as the parts :attr:`ClassIndexFacts.built_parts` declares (:meth:`from_parts`
+        reads them back): paths, digests, module names, each file's summary, and the project-wide
+        tables that :meth:`patched_members`, :meth:`stored`, :meth:`subclasses`,
+        :meth:`possible_subclasses` and :meth:`used` otherwise compute from every file on first use."""
         patched = self._patched if self._patched is not None else self._patched_table()
         stores = self._stores if self._stores is not None else self._stores_table()
         children = self._children if self._children is not None else self._children_table()
         name_children = self._name_children if self._name_children is not None else self._name_children_table()
         uses = self._uses_by_name if self._uses_by_name is not None else self._uses_table()
-        uses_items = list(uses.items())
-        dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
-        return {
-            "root": str(self.root), "paths": self.paths, "digests": [d.hex() for d in self.digests],
-            "modules": [f.module for f in self.files],
-            "files": TextTable([dumps(_encode_fields(f)) for f in self.files]),
-            "patched": {owner: sorted(attrs) for owner, attrs in patched.items()},
-            "stores": {attr: [list(e) for e in entries] for attr, entries in stores.items()},
-            "children": [[i, q, [list(c) for c in subs]] for (i, q), subs in children.items()],
-            "name_children": {name: [list(c) for c in subs] for name, subs in name_children.items()},
-            "uses": TextTable([dumps(entries) for _, entries in uses_items], [name for name, _ in uses_items]),
-            "class_names": self._class_names,
-            "flag_sets": sorted(self.flag_sets()),
-            "swapped": sorted(self.swapped()),
-        }
+        files = list(self.files)
+        return {"root": str(self.root), "paths": self.paths, "digests": self.digests,
+                "modules": [f.module for f in files], "files": files, "patched": patched, "stores": stores,
+                "children": children, "name_children": name_children, "uses": uses,
+                "class_names": self._class_names, "flag_sets": sorted(self.flag_sets()),
+                "swapped": sorted(self.swapped())}
 
     @classmethod
-    def from_plain(cls, data: object, rebuild) -> "ClassIndex":
-        """The index :meth:`to_plain` wrote; raises ``TypeError``/``ValueError``/``KeyError`` when
-        ``data`` is not of that shape. File summaries and uses are decoded when first read; when one
-        is malformed, the index takes the files of ``rebuild()`` (the index built from the summaries,
-        see :meth:`hp_invariants.api.ProjectFacts.decode_built`), drops every table and memo, and
-        answers from those from then on."""
-        if type(data) is not dict:
-            raise TypeError("index expected")
-        paths, modules, texts = _strs(data["paths"]), _strs(data["modules"]), data["files"]
-        digests = [bytes.fromhex(d) for d in _strs(data["digests"])]
-        if not len(paths) == len(modules) == len(texts) == len(digests):
+    def from_parts(cls, parts: dict) -> "ClassIndex":
+        """The index :meth:`to_parts` gave, from its parts as the store read them back (``files`` and
+        ``uses`` are read entry by entry, when first asked for); raises ``ValueError`` when the lists
+        do not have one entry per file."""
+        paths, modules, files, digests = parts["paths"], parts["modules"], parts["files"], parts["digests"]
+        if not len(paths) == len(modules) == len(files) == len(digests):
             raise ValueError("index lists of different lengths")
-        index: ClassIndex
-
-        def recover() -> list[FileSummary]:
-            rebuilt = rebuild()
-            if rebuilt.paths != index.paths:  # another file set: the file numbers would not match
-                raise ValueError("the project changed while its cached E9503 index was read")
-            ClassIndex.__init__(index, index.root, index.paths, rebuilt.files, index.digests)
-            return rebuilt.files
-
-        files = LazyList(texts, lambda plain: _decode_fields(FileSummary, plain), lambda i: recover()[i])
-        index = cls(Path(_str(data["root"])), paths, files, digests, modules)  # type: ignore[arg-type]
-        index._patched = {_str(owner): set(_strs(attrs)) for owner, attrs in _dict(data["patched"]).items()}
-        index._stores = {_str(attr): [_entry(e) for e in _list(entries)] for attr, entries in _dict(data["stores"]).items()}
-        children: dict[ClassKey, list[ClassKey]] = {}
-        for item in _list(data["children"]):
-            i, q, subs = _list(item)
-            children[_entry([i, q])] = [_entry(c) for c in _list(subs)]
-        index._children = children
-        index._name_children = {_str(name): [_entry(c) for c in _list(subs)]
-                                for name, subs in _dict(data["name_children"]).items()}
-        names = _dict(data["class_names"])
-        if names and not set(map(type, names.values())) <= {int}:
-            raise TypeError("class name counts expected")
-        index._class_names = names
-        index._flag_sets = frozenset(_strs(data["flag_sets"]))
-        index._swapped = frozenset(_strs(data["swapped"]))
-
-        def uses_of(_name: str, entries: object) -> list[tuple[int, str]]:
-            return [_entry(e) for e in _list(entries)]
-
-        def recover_uses(name: str, default: object) -> object:
-            recover()
-            return index._uses_table().get(name, default)
-
-        index._uses_by_name = LazyMap.from_cache(data["uses"], uses_of, recover_uses)  # type: ignore[assignment]
+        index = cls(Path(parts["root"]), paths, files, digests, modules)
+        index._patched = parts["patched"]
+        index._stores = parts["stores"]
+        index._children = parts["children"]
+        index._name_children = parts["name_children"]
+        index._uses_by_name = parts["uses"]
+        index._class_names = parts["class_names"]
+        index._flag_sets = frozenset(parts["flag_sets"])
+        index._swapped = frozenset(parts["swapped"])
         return index
 
     @classmethod
@@ -1741,32 +1696,22 @@ class ClassIndex:
         return False
 
 
-def _strs(value: object) -> list:
-    if type(value) is not list or (value and not set(map(type, value)) <= _ONLY_STR):
-        raise TypeError("list of str expected")
-    return value
-
-
-def _dict(value: object) -> dict:
-    if type(value) is not dict:
-        raise TypeError("dict expected")
-    return value
-
-
-def _entry(value: object) -> tuple[int, str]:
-    """A ``[file number, name]`` pair (a class key, a use, a store) as a tuple."""
-    if type(value) is not list or len(value) != 2 or type(value[0]) is not int or type(value[1]) is not str:
-        raise TypeError("[int, str] expected")
-    return (value[0], sys.intern(value[1]))
-
-
 # ---------------------------------------------------------------------- the rule's project facts
+class DependencyRecord(NamedTuple):
+    """What the findings of one file depend on (:meth:`ClassIndexFacts.dependencies`): the questions
+    its check asked of the index, in their normal form without file numbers (:func:`_normal`), and a
+    digest of the answers (:func:`_answers_digest`)."""
+
+    questions: tuple[Plain, ...]
+    answers: str
+
+
 class ClassIndexFacts(ProjectFacts):
     """E9503's declaration of project-wide facts: one :class:`FileSummary` per file, and the
     :class:`ClassIndex` built from them (see :mod:`hp_invariants.project`)."""
 
     key = "class-index"
-    version = FORMAT_VERSION
+    summary_type = FileSummary
 
     def summarize(self, tree: ast.Module, path: str) -> FileSummary:
         """Return the :class:`FileSummary` of the parsed file ``path``."""
@@ -1777,25 +1722,26 @@ class ClassIndexFacts(ProjectFacts):
         """Return the :class:`ClassIndex` of the project ``root``."""
         return ClassIndex(root, paths, summaries, digests)
 
-    caches_built = True
+    built_parts = {
+        "root": str, "paths": list[str], "digests": list[bytes], "modules": list[str],
+        "files": ListTable[FileSummary],
+        "patched": dict[str, set[str]],
+        "stores": dict[str, list[tuple[int, str]]],
+        "children": dict[tuple[int, str], list[tuple[int, str]]],
+        "name_children": dict[str, list[tuple[int, str]]],
+        "uses": KeyedTable[list[tuple[int, str]]],
+        "class_names": dict[str, int],
+        "flag_sets": list[str],
+        "swapped": list[str],
+    }
 
-    def encode_built(self, data: "ClassIndex") -> dict:
-        """Return the index as JSON data (:meth:`ClassIndex.to_plain`)."""
-        return data.to_plain()
+    def persist(self, data: "ClassIndex") -> dict:
+        """Return the parts of the index (:meth:`ClassIndex.to_parts`)."""
+        return data.to_parts()
 
-    def decode_built(self, plain: object, rebuild) -> "ClassIndex":
-        """Return the index :meth:`encode_built` wrote (:meth:`ClassIndex.from_plain`)."""
-        return ClassIndex.from_plain(plain, rebuild)
-
-    # ------------------------------------------------------------------ the on-disk cache
-    def encode(self, summary: FileSummary) -> list:
-        """Return ``summary`` as plain JSON data: its fields in order (see :func:`_encode_value`)."""
-        return _encode_fields(summary)
-
-    def decode(self, data: object) -> FileSummary:
-        """Return the :class:`FileSummary` that :meth:`encode` turned into ``data``; raises
-        ``TypeError``/``ValueError`` for anything else (a cache file is untrusted input)."""
-        return _decode_fields(FileSummary, data)
+    def restore(self, parts: dict, rebuild) -> "ClassIndex":
+        """Return the index from its stored parts (:meth:`ClassIndex.from_parts`)."""
+        return ClassIndex.from_parts(parts)
 
     # ------------------------------------------------------------------ the results cache
     def track(self, data: "ClassIndex") -> tuple["_TrackedIndex", "_Questions"]:
@@ -1803,20 +1749,22 @@ class ClassIndexFacts(ProjectFacts):
         questions = _Questions()
         return _TrackedIndex(data, questions), questions
 
-    def dependencies(self, tracker: "_Questions", path: str) -> dict | None:
+    record_type = Optional[DependencyRecord]
+
+    def dependencies(self, tracker: "_Questions", path: str) -> DependencyRecord | None:
         """The questions the check of ``path`` asked, and a digest of the answers; ``None`` when the
         file was not in the index (its summary then came from the tree: the answers cannot be replayed
         without parsing it)."""
         view = tracker.view
         if view is None:
-            return {"q": [], "a": _answers_digest([])}
+            return DependencyRecord((), _answers_digest([]))
         if tracker.overlaid:
             return None
         asked = list(dict.fromkeys(tracker.asked))
         answers = tracker.answers
         if any(answers.get(q, (None,))[0] is not view for q in asked):  # asked of another view: ask again
             questions = [_normal(view, q, question=True) for q in asked]
-            return {"q": questions, "a": _answers_digest(_answers(view, asked))}
+            return DependencyRecord(tuple(questions), _answers_digest(_answers(view, asked)))
         # the files of one run ask the same view many of the same questions: each question's normal
         # form and its answer's text are computed once per view (answers are pure functions of it)
         memo = view._dependency_memo
@@ -1827,139 +1775,28 @@ class ClassIndexFacts(ProjectFacts):
                 found = memo[q] = (_normal(view, q, question=True), _answer_text(_normal(view, answers[q][1])))
             questions.append(found[0])
             texts.append(found[1])
-        return {"q": questions, "a": _text_digest("[" + ", ".join(texts) + "]")}
+        return DependencyRecord(tuple(questions), _text_digest("[" + ", ".join(texts) + "]"))
 
     def still_valid(self, data: "ClassIndex", path: str, digest: bytes, record: object) -> bool:
         """Replay the recorded questions on the index ``data``: True when the file is indexed with the
         same content and every answer is the same as when its findings were computed."""
-        if not isinstance(record, dict) or not isinstance(record.get("q"), list) or not isinstance(record.get("a"), str):
+        if not isinstance(record, DependencyRecord):
             return False
         i = data.file_index(path)
         if i is None or data.digests[i] != digest:
             return False
         try:
-            asked = [_denormal(data, q) for q in record["q"]]
+            asked = [_denormal(data, q) for q in record.questions]
             if any(type(q) is not tuple or not q or q[0] not in _TRACKED or _MISSING in q for q in asked):
                 return False
         except (KeyError, TypeError, ValueError, IndexError):
             return False
         try:
-            return _answers_digest(_answers(data, asked)) == record["a"]
+            return _answers_digest(_answers(data, asked)) == record.answers
         except Exception:  # noqa: BLE001 - a malformed record: re-check the file
             return False
 
 
-# ---------------------------------------------------------------------- plain-data form of summaries
-_SCALARS = {"str": str, "int": int, "bool": bool}
-
-
-def _encode_value(value: object, kind: str) -> object:
-    if kind in _SCALARS:
-        if type(value) is not _SCALARS[kind]:
-            raise TypeError(f"{kind} expected, got {type(value).__name__}")
-        return value
-    if kind in ("frozenset[str]", "tuple[str, ...]"):
-        return [_encode_value(v, "str") for v in value]  # type: ignore[attr-defined]
-    if kind == "dict[str, str]":
-        return {_encode_value(k, "str"): _encode_value(v, "str") for k, v in value.items()}  # type: ignore[attr-defined]
-    if kind == "tuple[tuple[str, str], ...]":
-        return [[_encode_value(a, "str"), _encode_value(b, "str")] for a, b in value]  # type: ignore[attr-defined]
-    if kind == "tuple[ClassSummary, ...]":
-        return [_encode_fields(v) for v in value]  # type: ignore[attr-defined]
-    raise TypeError(f"no plain-data form for a {kind} field")
-
-
-def _field_kinds(cls: type) -> dict[str, str]:
-    """``field -> annotation text`` of a summary NamedTuple (annotations may be ``ForwardRef``s)."""
-    return {name: getattr(kind, "__forward_arg__", kind) for name, kind in cls.__annotations__.items()}
-
-
-def _encode_fields(summary: tuple) -> list:
-    kinds = _FIELD_KINDS.get(type(summary)) or _field_kinds(type(summary))
-    return [_encode_value(getattr(summary, name), kinds[name]) for name in type(summary)._fields]  # type: ignore[attr-defined]
-
-
-def _str(value: object) -> str:
-    if type(value) is not str:
-        raise TypeError("str expected")
-    return sys.intern(value)
-
-
-def _list(value: object) -> list:
-    if type(value) is not list:
-        raise TypeError("list expected")
-    return value
-
-
-def _decode_fields(cls: type, data: object) -> tuple:
-    """Decode one summary NamedTuple (see :func:`_decoder`)."""
-    return _decoder(cls)(data)
-
-
-def _decoder(cls: type):
-    """A fast, validating decoder of ``cls`` from its :func:`_encode_fields` form: one converter per
-    field, chosen once from the field's annotation. ``sys.intern`` rejects anything but ``str`` and
-    ``type(...) is list`` checks every container, so malformed data raises ``TypeError``/``ValueError``."""
-    found = _DECODERS.get(cls)
-    if found is not None:
-        return found
-    intern = sys.intern
-    fields = cls._fields  # type: ignore[attr-defined]
-    kinds = _FIELD_KINDS.get(cls) or _field_kinds(cls)
-
-    def strings(value: object) -> list:
-        if type(value) is not list or (value and not set(map(type, value)) <= _ONLY_STR):
-            raise TypeError("list of str expected")
-        return value  # validated at C speed; JSON strings are fresh objects (no intern: cheaper load)
-
-    def scalar(kind: type):
-        def convert(value: object) -> object:
-            if type(value) is not kind:
-                raise TypeError(f"{kind.__name__} expected")
-            return value
-        return convert
-
-    def mapping(value: object) -> dict:
-        if type(value) is not dict or (value and not set(map(type, value.values())) <= _ONLY_STR):
-            raise TypeError("dict of str expected")  # JSON object keys are always str
-        return value
-
-    def pairs(value: object) -> tuple:
-        if type(value) is not list:
-            raise TypeError("list expected")
-        out = []
-        for pair in value:
-            if type(pair) is not list or len(pair) != 2:
-                raise ValueError("pair expected")
-            out.append((intern(pair[0]), intern(pair[1])))
-        return tuple(out)
-
-    def classes(value: object) -> tuple:
-        if type(value) is not list:
-            raise TypeError("list expected")
-        decode = _decoder(ClassSummary)
-        return tuple(map(decode, value))
-
-    table = {"str": intern, "int": scalar(int), "bool": scalar(bool),
-             "frozenset[str]": lambda v: frozenset(strings(v)), "tuple[str, ...]": lambda v: tuple(strings(v)),
-             "dict[str, str]": mapping, "tuple[tuple[str, str], ...]": pairs, "tuple[ClassSummary, ...]": classes}
-    try:
-        converters = tuple(table[kinds[name]] for name in fields)
-    except KeyError as exc:
-        raise TypeError(f"no plain-data form for a {exc.args[0]} field") from None
-    count = len(fields)
-    make = cls._make  # type: ignore[attr-defined]
-
-    def decode(data: object) -> tuple:
-        if type(data) is not list or len(data) != count:
-            raise ValueError(f"{cls.__name__}: {count} fields expected")
-        return make([convert(v) for convert, v in zip(converters, data)])
-
-    _DECODERS[cls] = decode
-    return decode
-
-
-_DECODERS: dict[type, object] = {}
 _ONLY_STR = frozenset({str})
 
 
@@ -2122,8 +1959,9 @@ object answers the questions of many files); the object is kept to make its id u
 
 
 def _denormal(view: ClassIndex, value: object) -> object:
-    """Inverse of :func:`_normal` for questions; :data:`_MISSING` for a file not indexed."""
-    if isinstance(value, list):
+    """Inverse of :func:`_normal` for questions (read back as tuples); :data:`_MISSING` for a file not
+    indexed."""
+    if isinstance(value, (tuple, list)):
         if value and value[0] == "f" and len(value) == 2:
             i = view.file_index(os.path.join(view._root_prefix, _str(value[1])))
             return _MISSING if i is None else i
@@ -2137,6 +1975,12 @@ def _denormal(view: ClassIndex, value: object) -> object:
     if value is None or type(value) is str or type(value) is bool:
         return value
     raise TypeError("malformed question")
+
+
+def _str(value: object) -> str:
+    if type(value) is not str:
+        raise TypeError("str expected")
+    return sys.intern(value)
 
 
 def _answers(view: ClassIndex, asked: list) -> list:
@@ -2161,5 +2005,3 @@ def _text_digest(text: str) -> str:
 
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
-
-_FIELD_KINDS = {cls: _field_kinds(cls) for cls in (FileSummary, ClassSummary)}
