@@ -23,6 +23,9 @@ from hypothesis import configuration
 
 _HOME: list[str] = []
 
+# the rule fixtures are code to be checked, not tests: a fixture project may hold its own ``tests/``
+collect_ignore = ["fixtures"]
+
 
 def pytest_configure(config) -> None:
     """Point hypothesis at a temporary home folder before any test runs."""

@@ -23,6 +23,9 @@ class CheckerCase:
     name: str
     files: tuple[Path, ...]
     expected: frozenset[tuple[str, int, int, str]]
+    base: Path
+    """The folder the case's files are relative to (its project: the checker folder for a one-file
+    case, the case's own folder for a project case)."""
 
 
 def _parse_expected(text: str, default_path: str | None, base: Path) -> set[tuple[str, int, int, str]]:
@@ -54,11 +57,11 @@ def checker_cases() -> list[CheckerCase]:
                 if not expected_file.exists():  # reported by test_every_fixture_has_expectations
                     continue
                 expected = _parse_expected(expected_file.read_text(), str(entry), entry.parent)
-                cases.append(CheckerCase(f"{rule}/{entry.stem}", (entry,), frozenset(expected)))
+                cases.append(CheckerCase(f"{rule}/{entry.stem}", (entry,), frozenset(expected), entry.parent))
             elif entry.is_dir() and (entry / "expected.txt").exists():
                 files = tuple(sorted(entry.rglob("*.py")))
                 expected = _parse_expected((entry / "expected.txt").read_text(), None, entry)
-                cases.append(CheckerCase(f"{rule}/{entry.name}", files, frozenset(expected)))
+                cases.append(CheckerCase(f"{rule}/{entry.name}", files, frozenset(expected), entry))
     return cases
 
 
@@ -99,6 +102,23 @@ def alone_copy(fixture: Path, folder: Path) -> Path:
     copy = folder / fixture.name
     copy.write_bytes(fixture.read_bytes())
     return copy
+
+
+def cases_as_projects(cases: list[CheckerCase], folder: Path) -> dict[Path, Path]:
+    """Copy each checker case into a folder of its own under ``folder`` with an empty
+    ``[tool.hp-invariants]`` table (its own project, as the CLI checks it: no other fixture's stores
+    or classes are its project). Returns the map copy -> original file."""
+    copies = {}
+    for index, case in enumerate(cases):
+        root = folder / f"case{index:04d}"
+        root.mkdir(parents=True)
+        (root / "pyproject.toml").write_text("[tool.hp-invariants]\n")
+        for path in case.files:
+            copy = root / path.relative_to(case.base)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(path.read_bytes())
+            copies[copy] = path
+    return copies
 
 
 def blocked_torch_env(tmp_path: Path) -> dict[str, str]:

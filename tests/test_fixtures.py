@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fixturelib import (FIXTURES, alone_copy, blocked_torch_env, checker_cases, codemod_cases, fixtures_without_expectations,
+from fixturelib import (FIXTURES, alone_copy, blocked_torch_env, cases_as_projects, checker_cases, codemod_cases, fixtures_without_expectations,
                         unexcluded_config)
 from hp_invariants import engine, fixer
 from hp_invariants.cli import main
@@ -57,21 +57,21 @@ def test_pylint_plugin_reports_the_same_findings_without_torch(tmp_path):
     env = blocked_torch_env(tmp_path)
     probe = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True)
     assert probe.returncode != 0 and "torch is not installed here" in probe.stderr
-    files = sorted({str(p) for case in CHECKER for p in case.files})
+    # each case is its own project, as the CLI checks it (one pylint run for all: the plugin must tell
+    # the projects apart); under an empty [tool.hp-invariants] table, since this repository's own
+    # configuration excludes the fixtures (violations on purpose) and the plugin applies exclude to
+    # every module
+    copies = cases_as_projects(CHECKER, tmp_path / "cases")
     symbols = ",".join(r.rule_id for r in RULES)
-    # the fixtures are excluded by this repository's [tool.hp-invariants] (violations on purpose), and
-    # the plugin applies exclude to every module (pylint cannot say which were named): check them under
-    # an explicit configuration, as the CLI does with files named on its command line
-    config = unexcluded_config(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-m", "pylint", "--load-plugins=hp_invariants.checkers", "--disable=all",
-         f"--enable={symbols}", f"--hp-invariants-config={config}", "--output-format=json", "--score=n",
-         "--persistent=n", *files],
-        env=env, capture_output=True, text=True, cwd=FIXTURES,
+         f"--enable={symbols}", "--output-format=json", "--score=n", "--persistent=n",
+         *sorted(str(c) for c in copies)],
+        env=env, capture_output=True, text=True, cwd=tmp_path / "cases",
     )
     assert "Traceback" not in proc.stderr, proc.stderr
     messages = json.loads(proc.stdout or "[]")
-    got = {(os.path.normpath(os.path.join(FIXTURES, m["path"])) if not os.path.isabs(m["path"]) else m["path"],
+    got = {(os.path.normpath(copies[(tmp_path / "cases" / m["path"]).resolve()]),
             m["line"], m["column"] + 1, m["symbol"]) for m in messages}
     expected = {e for case in CHECKER for e in case.expected}
     assert got == expected
