@@ -1015,3 +1015,46 @@ def test_a_walrus_in_a_gate_function_of_another_file_reads_as_its_value():
     tree = ast.parse("def need_shard():\n    return (ws := get_world_size()) > 1\n")
     (function,), _, _ = summarize(tree)
     assert function[2] == (("cmp", ">", ("c", "get_world_size", ""), 1),)
+
+
+def test_a_guard_that_raises_on_invalid_input_leaves_the_helper_must_run():
+    """A path that raises is no normal return: a helper that refuses invalid input first and
+    otherwise always ends in the step is still must-run (issue #23); a guard that returns is not."""
+    from hp_invariants.rules.shard_gate_facts import summarize
+
+    code = """
+        def validated(m, mesh):
+            if mesh is None:
+                raise ValueError("a device mesh is required")
+            elif not m.layers:
+                raise ValueError("no layers")
+            fully_shard(m, mesh=mesh)
+
+        def one_branch(m, x):
+            if x:
+                raise ValueError(x)
+            else:
+                fully_shard(m)
+
+        def returns_early(m, x):
+            if x:
+                return m
+            fully_shard(m)
+
+        def caught(m, x):
+            try:
+                if x:
+                    raise ValueError(x)
+            except ValueError:
+                return m
+            fully_shard(m)
+
+        def suppressed(m, x):
+            with contextlib.suppress(ValueError):
+                if x:
+                    raise ValueError(x)
+            fully_shard(m)
+        """
+    calls = {f[0]: f[3] for f in summarize(ast.parse(textwrap.dedent(code)))[0]}
+    assert "fully_shard" in calls["validated"] and "fully_shard" in calls["one_branch"]
+    assert "fully_shard" not in calls["returns_early"] | calls["caught"] | calls["suppressed"]

@@ -34,7 +34,7 @@ from hp_invariants.project import LazyList, LazyMap, TextTable
 from hp_invariants.api import ProjectFacts
 from hp_invariants.semantic import is_property
 
-FACTS_VERSION = 5
+FACTS_VERSION = 6
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
 
 UNKNOWN = ("?",)
@@ -216,14 +216,31 @@ def expression_calls(node: ast.AST, out: set[str]) -> None:
                     push(value)
 
 
+_FALLS, _EXITS, _RAISES = 0, 1, 2
+"""How a block ends (:func:`_block_calls`): it runs to its end, it may leave by ``return``/``break``/
+``continue``, or every path through it raises."""
+
+
 def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
     """Add to ``out`` the names called on every normal path through ``stmts``; return False when the
-    block stops being unconditional (a possible exit was met), True when it ran to its end.
+    block stops being unconditional (a possible exit was met, or every path raises), True when it
+    ran to its end.
 
-    ``for`` bodies count (the step runs for every element), ``while`` bodies, ``except`` handlers and
-    ``match`` cases do not; an ``if`` contributes the calls both branches make, and a branch that may
-    exit ends the unconditional part.
+    A normal path is one that does not raise: a branch that always raises (``if not valid: raise
+    ValueError(...)``, a guard on invalid input) is no path of a normal return, so what the other
+    branch calls, and what follows, is still called on every normal path. ``for`` bodies count (the
+    step runs for every element), ``while`` bodies, ``except`` handlers and ``match`` cases do not;
+    an ``if`` contributes the calls both branches make (or those of the one branch that does not
+    always raise), and a branch that may exit ends the unconditional part. A raise inside a ``try``
+    or a ``with`` may be caught or suppressed there: it ends the unconditional part like an exit.
     """
+    return _block_calls(stmts, out) == _FALLS
+
+
+def _block_calls(stmts: list[ast.stmt], out: set[str], caught: bool = False) -> int:
+    """:func:`unconditional_calls` with how the block ends (``_FALLS``, ``_EXITS``, ``_RAISES``);
+    ``caught``: inside a ``try`` body or a ``with`` block of the function, where a raise may be caught
+    or suppressed and execution go on normally (a raise there counts as an exit)."""
     for stmt in stmts:
         cls = stmt.__class__
         if cls not in _CONTROL:  # a simple statement: its expressions are evaluated in order
@@ -232,34 +249,45 @@ def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
             expression_calls(stmt.test, out)
             body: set[str] = set()
             other: set[str] = set()
-            body_done = unconditional_calls(stmt.body, body)
-            other_done = unconditional_calls(stmt.orelse, other)
-            out |= body & other
-            if not (body_done and other_done):
-                return False
+            body_end = _block_calls(stmt.body, body, caught)
+            other_end = _block_calls(stmt.orelse, other, caught)
+            if body_end == _RAISES and other_end == _RAISES:
+                return _RAISES
+            if body_end == _RAISES:
+                out |= other
+                end = other_end
+            elif other_end == _RAISES:
+                out |= body
+                end = body_end
+            else:
+                out |= body & other
+                end = _FALLS if body_end == other_end == _FALLS else _EXITS
+            if end != _FALLS:
+                return end
         elif cls is ast.For or cls is ast.AsyncFor:
             expression_calls(stmt.iter, out)
-            unconditional_calls(stmt.body, out)
+            _block_calls(stmt.body, out, caught)
         elif cls is ast.While:
             expression_calls(stmt.test, out)
         elif cls is ast.With or cls is ast.AsyncWith:
             for item in stmt.items:
                 expression_calls(item.context_expr, out)
-            if not unconditional_calls(stmt.body, out):
-                return False
+            if _block_calls(stmt.body, out, True) != _FALLS:
+                return _EXITS
         elif cls in _TRIES:
-            if not unconditional_calls(stmt.body, out):
-                unconditional_calls(stmt.finalbody, out)
-                return False
-            if not unconditional_calls(stmt.orelse, out) or not unconditional_calls(stmt.finalbody, out):
-                return False
+            if _block_calls(stmt.body, out, True) != _FALLS:
+                _block_calls(stmt.finalbody, out, caught)
+                return _EXITS
+            ends = (_block_calls(stmt.orelse, out, caught), _block_calls(stmt.finalbody, out, caught))
+            if ends != (_FALLS, _FALLS):
+                return _EXITS
         elif cls in _EXIT_KINDS:
             value = getattr(stmt, "value", None) or getattr(stmt, "exc", None)
             if value is not None:
                 expression_calls(value, out)
-            return False
+            return _RAISES if cls is ast.Raise and not caught else _EXITS
         # a nested def or class, or a match statement: nothing
-    return True
+    return _FALLS
 
 
 # ---------------------------------------------------------------------- returns and aliases

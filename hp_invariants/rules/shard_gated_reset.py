@@ -11,7 +11,10 @@ A must-run step is
   `p.reset_sharded_param()`, `fully_shard(m)` and `torch.distributed.fsdp.fully_shard(m)` all count);
 * a call of a **project function that always calls a must-run step** (on every path that returns
   normally: `for` bodies count, `if` branches only when both make the call, nothing after a possible
-  early exit, no `while` body, `except` handler, comprehension or lambda), transitively and across
+  early exit, no `while` body, `except` handler, comprehension or lambda; a path that raises is no
+  normal return, so a helper that refuses invalid input first, `if mesh is None: raise
+  ValueError(...)`, and otherwise always ends in the step is must-run, unless a `try` or `with` of the
+  helper may catch that raise), transitively and across
   the files of the project: `def apply_fsdp(m): ...; fully_shard(m)` makes `if ws > 1:
   apply_fsdp(m)` a finding, reported as `'apply_fsdp() -> fully_shard()'`. Every `def` of that name
   must qualify (the file's own `def`s when it has one, else every other file's), except abstract
@@ -108,7 +111,8 @@ reset...`, each with a flagged fixture and a clean twin under `tests/fixtures/sh
 4. the gate spelled as a degree comparison (`world_size_compare`), a **disjunction of degrees**
    (`degree_disjunction`), a **data-parallel mesh size** (`data_parallel_mesh`);
 5. the step moved into a **helper that always runs it**, in the same file (`must_run_helper`) or
-   another (`must_run_helper_project`), or a step that must follow the wrap
+   another (`must_run_helper_project`), also behind a guard that raises on invalid input
+   (`must_run_helper_guard`, `must_run_helper_guard_project`), or a step that must follow the wrap
    (`forward_method`); a completion step inside a strategy dispatch or next to a degree re-test
    (`wrap_strategy_dispatch`, `wrap_degree_retest`);
 6. the gated call written as a ternary, short-circuit, comprehension filter or nested `if`
