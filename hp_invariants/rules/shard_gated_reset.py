@@ -57,7 +57,15 @@ the code handles the unwrapped degree-1 path explicitly:
   operand, gate name, property or attribute, a local alias standing for its value) in another `if`
   whose branch taken at degree 1 does something: `if world_size > 1: assert isinstance(m, FSDPModule)`
   / `else: assert ...`, or `if world_size == 1: m.cuda()`; the author branches on the degree in
-  more than one place.
+  more than one place;
+* (c) another method of the same class (same class body) dispatches on the same degree quantity:
+  an `if` whose branch taken at degree > 1 uses the sharded module without wrapping again (gathers
+  a full state dict, saves, asserts the FSDP state) and whose degree-1 path does something else (its
+  `else`, or the statements after a degree > 1 branch that always exits): `if config.dp_size > 1:
+  return gather_full_state_dict(model)` / `return state_dict`. The class skips the wrap at degree 1
+  by design and handles the plain module where it uses it. A re-test whose degree > 1 branch runs a
+  must-run step (wraps again, registers a forward method) is another gated step; a degree-1 branch alone (`if dp_size == 1: log(...)`) or a use
+  without a degree-1 path handles nothing (`wrap_class_dispatch`, `wrap_class_dispatch_ok`).
 
 Otherwise the wrap stays reported: `if world_size > 1: fully_shard(m)` with nothing for degree 1
 (no alternative branch, no re-test, or a re-test without a degree-1 branch such as
@@ -144,7 +152,8 @@ The call is gated when it sits
 No message for:
 
 * a gated wrap (`wrap-calls`) whose degree-1 path the code handles explicitly: one branch of a
-  dispatch, or a function that tests the same degree again with a degree-1 branch (see "Wrap steps
+  dispatch, a function that tests the same degree again with a degree-1 branch, or a method of its
+  class that dispatches on that degree (see "Wrap steps
   and completion steps" above);
 * a call whose complementary path runs the same step too (the same last name, or a must-run helper
   that ends in the same step): the other branch of the `if` (its whole `elif`/`else` chain) or of
@@ -1324,7 +1333,9 @@ def _degree_one_handled(ctx, analyzer: _Analyzer, call: ast.Call, context: _Cont
     early-exit guard, its exiting branch) has another branch that does something (:func:`_handles`;
     a ternary branch that is not a constant or a name): the wrap is one branch of a dispatch;
     (b) another ``if`` of the same function tests the same degree quantity (:meth:`_Analyzer.degree_keys`)
-    and its branch taken at degree 1 does something: the author branches on the degree elsewhere too.
+    and its branch taken at degree 1 does something: the author branches on the degree elsewhere too;
+    (c) another method of the same class dispatches on the same degree quantity
+    (:func:`_class_dispatches_on`): the class handles the plain module where it uses it.
     """
     guard_parent = ctx.parent(context.node) if context.kind == "exit" else None
     child: ast.AST = call
@@ -1358,7 +1369,53 @@ def _degree_one_handled(ctx, analyzer: _Analyzer, call: ast.Call, context: _Cont
             continue
         if _handles(degree_one) and keys & analyzer.degree_keys(node.test, scope):
             return True
+    return _class_dispatches_on(ctx, analyzer, keys, scope)
+
+
+def _class_dispatches_on(ctx, analyzer: _Analyzer, keys: set[str], scope: ast.AST) -> bool:
+    """(c) of :func:`_degree_one_handled`: another method of the class holding ``scope`` (same class
+    body, same file) has an ``if`` on the same degree quantity (``keys``) that is a real dispatch:
+    its branch taken at degree > 1 does something and calls no must-run step (it uses the sharded
+    module: gathers a full state dict, saves, asserts the FSDP state), and its degree-1 path does
+    something else (an ``else`` branch, or, after a degree > 1 branch that always exits, the
+    statements that follow it). Such a class skips the wrap at degree 1 by design and handles the
+    plain module where it uses it (transformers' ``maybe_distribute_model`` /
+    ``gather_sharded_state_dict_for_save``). A re-test whose degree > 1 branch runs a must-run step
+    (wraps again, registers a forward method) is another gated step, not a use."""
+    klass = ctx.semantic.owner(scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if klass is None:
+        return False
+    must_run = analyzer.must_run()
+    steps = lambda name: name is not None and name in must_run  # noqa: E731
+    for defs in ctx.semantic.members(klass).values():
+        for method in defs:
+            if method is scope:
+                continue
+            for node in walk_function_body(method):
+                if not isinstance(node, ast.If):
+                    continue
+                if analyzer.requires(node.test, True, method):
+                    wide, narrow = node.body, node.orelse
+                elif analyzer.requires(node.test, False, method):
+                    wide, narrow = node.orelse, node.body
+                else:
+                    continue
+                if not narrow and always_exits(wide):
+                    narrow = _following(ctx, node)
+                if (_handles(wide) and _handles(narrow) and not _calls_named(wide, steps)
+                        and keys & analyzer.degree_keys(node.test, method)):
+                    return True
     return False
+
+
+def _following(ctx, stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements after ``stmt`` in the block that holds it."""
+    parent = ctx.parent(stmt)
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and stmt in block:
+            return block[block.index(stmt) + 1:]
+    return []
 
 
 class ShardGatedReset(Rule):
