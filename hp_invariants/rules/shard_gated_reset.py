@@ -78,6 +78,18 @@ functional test that shards only with several processes and asserts the single-p
 later (`if world_size > 1: assert isinstance(..., FSDPModule)` / `else: assert ... is None`). Nothing
 was left half-done in either; the seed's bug is a completion step skipped after a wrap.
 
+**The module's wrapped state.** A step reached only when its module is already wrapped runs exactly
+where a wrap ran, at every degree: an enclosing `if`/ternary test or an early-exit guard of the same
+function requires `isinstance(obj, C)`, with `C` a class of option `wrapped-classes` (default
+`FSDPModule`, `FullyShardedDataParallel`; an import alias such as `FSDP` counts) and `obj` the step's
+module (its first positional argument, or the receiver of the call, by source text). Such a step is
+not reported, whatever degree gate is around it: the wrap itself happens elsewhere (a library wraps
+the model whenever the run is sharded) and the step follows it, which is the invariant (lerobot:
+`if not dims.is_sharded: return` ... `if isinstance(policy, FSDPModule): register_fsdp_forward_method(policy, m)`).
+The test must be required: a negated one (`not isinstance(m, FSDPModule)`: not wrapped yet), one in
+an `or`, one of another object or class, or one after the step does not count (`wrapped_state`,
+`wrapped_state_ok`).
+
 A shard-degree predicate is
 
 * a gate name (option `shard-degree-gates`, default `is_shard`) used as a bare name or an attribute
@@ -334,6 +346,9 @@ an enclosing loop or block): unwrapping it would leave that code unreachable.
   sharded module (wraps); a gated wrap is not reported when the code handles the unwrapped
   degree-1 path explicitly. The other steps are completion steps, reported whenever gated. Names
   not in `unconditional-calls` have no effect; set it empty to report every gated wrap.
+* `wrapped-classes` (csv, default `FSDPModule,FullyShardedDataParallel`): classes of the modules a
+  wrap makes; a step reached only when `isinstance(<its module>, C)` holds is not reported (see
+  "The module's wrapped state").
 * `shard-degree-gates` (csv, default `is_shard`): names whose truth means "shard degree > 1", used
   as a bare name or an attribute (never a method call).
 * `shard-degree-quantities` (regexp_csv, default
@@ -385,6 +400,7 @@ from hp_invariants.rules.shard_gate_facts import ShardGateFacts, ShardGateIndex,
 DEFAULT_CALLS = ("reset_sharded_param", "fully_shard", "register_fsdp_forward_method")
 DEFAULT_WRAPS = ("fully_shard",)
 DEFAULT_GATES = ("is_shard",)
+DEFAULT_WRAPPED_CLASSES = ("FSDPModule", "FullyShardedDataParallel")
 DEFAULT_QUANTITIES = (
     "world_size",
     "ws",
@@ -1408,6 +1424,63 @@ def _class_dispatches_on(ctx, analyzer: _Analyzer, keys: set[str], scope: ast.AS
     return False
 
 
+def _only_for_wrapped(ctx, call: ast.Call, scope: ast.AST, classes: frozenset[str]) -> bool:
+    """True when ``call`` is reached only if the module it works on is already wrapped: an enclosing
+    ``if``/ternary test, or an early-exit guard before it in the same function, requires
+    ``isinstance(obj, C)`` with ``C`` one of ``classes`` (option ``wrapped-classes``, through the
+    file's aliases: ``FullyShardedDataParallel as FSDP``) and ``obj`` the step's module: its first
+    positional argument or the receiver of the call, by source text. Such a step runs exactly where a
+    wrap ran, at every degree, which is the invariant: the degree gate around it is not the bug class
+    (lerobot: ``register_fsdp_forward_method(policy, ...)`` under ``isinstance(policy, FSDPModule)``)."""
+    objects = set()
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        objects.add(ast.unparse(call.args[0]))
+    if isinstance(call.func, ast.Attribute):
+        objects.add(ast.unparse(call.func.value))
+    if not objects:
+        return False
+    aliases = ctx.semantic.aliases()
+
+    def wrapped_class(node: ast.AST) -> bool:
+        if isinstance(node, ast.Tuple):
+            return bool(node.elts) and all(wrapped_class(e) for e in node.elts)
+        name = last_name(node)
+        return name is not None and (name in classes or aliases.get(name) in classes)
+
+    def implies(test: ast.AST, truth: bool) -> bool:
+        """``test`` being ``truth`` implies ``isinstance(obj, C)``."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return implies(test.operand, not truth)
+        if isinstance(test, ast.BoolOp):
+            if isinstance(test.op, ast.And) == truth:  # a required conjunct (a disjunct of a false or)
+                return any(implies(v, truth) for v in test.values)
+            return all(implies(v, truth) for v in test.values)
+        if isinstance(test, ast.NamedExpr):
+            return implies(test.value, truth)
+        return (truth and isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords
+                and ast.unparse(test.args[0]) in objects and wrapped_class(test.args[1]))
+
+    child: ast.AST = call
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
+            truth = child in anc.body if isinstance(anc, ast.If) else child is anc.body
+            if implies(anc.test, truth):
+                return True
+        if isinstance(anc, ast.stmt) or anc is scope:
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(anc, name, None)
+                if isinstance(block, list) and child in block:
+                    for prev in block[: block.index(child)]:
+                        if isinstance(prev, ast.If) and always_exits(prev.body) != always_exits(prev.orelse) \
+                                and implies(prev.test, always_exits(prev.orelse)):
+                            return True
+        if anc is scope:
+            break
+        child = anc
+    return False
+
+
 def _following(ctx, stmt: ast.stmt) -> list[ast.stmt]:
     """The statements after ``stmt`` in the block that holds it."""
     parent = ctx.parent(stmt)
@@ -1443,6 +1516,9 @@ class ShardGatedReset(Rule):
         Option("wrap-calls", "csv", DEFAULT_WRAPS,
                "The unconditional-calls that create the sharded module (wraps): gated on the shard "
                "degree, they are not reported when the code handles the unwrapped degree-1 path."),
+        Option("wrapped-classes", "csv", DEFAULT_WRAPPED_CLASSES,
+               "Classes of the modules a wrap makes: a step reached only when isinstance(obj, C) holds "
+               "for its module runs exactly where the wrap ran, so its degree gate is not reported."),
         Option("shard-degree-gates", "csv", DEFAULT_GATES,
                "Names (bare or attribute, not method calls) whose truth means shard degree > 1."),
         Option("shard-degree-quantities", "regexp_csv", DEFAULT_QUANTITIES,
@@ -1500,6 +1576,8 @@ class ShardGatedReset(Rule):
             context, scope = found
             if analyzer.is_wrap(node) and _degree_one_handled(ctx, analyzer, node, context, scope):
                 continue  # a wrap skipped as a whole at degree 1, by design (see "Wrap steps")
+            if _only_for_wrapped(ctx, node, scope, frozenset(ctx.option(self, "wrapped-classes"))):
+                continue  # it runs exactly where a wrap ran (see "The module's wrapped state")
             if context.kind == "exit":
                 confidence = Confidence.CONTROL_FLOW
             elif context.gate.via == "direct":
