@@ -279,7 +279,7 @@ def test_ternary_with_side_effects_in_the_other_branch_is_unsafe():
 
 def test_options_are_declared_with_kinds():
     kinds = {o.name: o.kind for o in RULE.options}
-    assert kinds == {"unconditional-calls": "csv", "wrap-calls": "csv", "shard-degree-gates": "csv",
+    assert kinds == {"unconditional-calls": "csv", "wrap-calls": "csv", "wrapped-classes": "csv", "shard-degree-gates": "csv",
                      "shard-degree-quantities": "regexp_csv", "parallel-degree-quantities": "regexp_csv"}
     # the text prefilter follows the configured call names
     assert RULE.prefilter_option == "unconditional-calls"
@@ -1058,3 +1058,13 @@ def test_a_guard_that_raises_on_invalid_input_leaves_the_helper_must_run():
     calls = {f[0]: f[3] for f in summarize(ast.parse(textwrap.dedent(code)))[0]}
     assert "fully_shard" in calls["validated"] and "fully_shard" in calls["one_branch"]
     assert "fully_shard" not in calls["returns_early"] | calls["caught"] | calls["suppressed"]
+
+
+def test_wrapped_classes_option_names_the_wrapped_state():
+    code = """
+        def register(policy, world_size):
+            if world_size > 1 and isinstance(policy, MyShardedModule):
+                register_fsdp_forward_method(policy, "generate")
+        """
+    assert len(_check(code)) == 1
+    assert _check(code, **{"wrapped-classes": ("MyShardedModule",)}) == []
