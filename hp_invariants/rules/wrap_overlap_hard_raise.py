@@ -27,7 +27,11 @@ once, by a plain or annotated assignment before the test (`wrapped = getattr(sub
 False)`, then `if wrapped: raise`; root checks through such locals, `is_root = name == ""`, count as
 inline ones), or through a walrus in the test (`if wrapped := getattr(...)`); a local rebound in the
 loop, or bound after the test, is not read as the marker.
-`assert not <marked>` is the same hazard as a raise.
+`assert not <marked>` is the same hazard as a raise, and so is `assert False, msg` under a marker
+test (`if getattr(sub, "_is_wrapped", False): assert False, ...`). A test must read a marker of the
+walked submodule to be one: a constant (`assert False, msg` under a test of something else, as a muP
+shape check in a walk has it; `if False:`; `assert True`) says nothing about the submodule and is
+never the hazard (`constant_test`, `constant_test_ok`).
 
 Spellings of the class (each has a flagged fixture and a clean twin): the seed's `.modules()` loop;
 named walks, `enumerate`, a local alias, `list(...)`; `children()`; MindSpore cells; the
@@ -231,23 +235,36 @@ class Walk:
 class Facts:
     """What a condition ``E`` says about the marker ``M`` of the walked submodule.
 
-    ``a``: E implies M; ``b``: M implies E; ``c``: not E implies M; ``d``: M implies not E.
-    The branch ``if E:`` is the hazard when ``a`` or ``b`` holds (safe to ``continue`` when ``a``);
-    its ``else:`` when ``c`` or ``d`` holds (safe when ``c``).
+    ``a``: E implies M; ``b``: M implies E; ``c``: not E implies M; ``d``: M implies not E;
+    ``m``: E reads the marker at all. The branch ``if E:`` is the hazard when ``m`` and ``a`` or ``b``
+    hold (safe to ``continue`` when ``a``); its ``else:`` when ``m`` and ``c`` or ``d`` hold (safe
+    when ``c``). A test that reads no marker (a constant: ``assert False, msg``, ``if False:``)
+    implies whatever the logic says, but it says nothing about the submodule: never the hazard.
     """
 
     a: bool = False
     b: bool = False
     c: bool = False
     d: bool = False
+    m: bool = False
 
     def negate(self) -> "Facts":
         """Facts of ``not E``."""
-        return Facts(self.c, self.d, self.a, self.b)
+        return Facts(self.c, self.d, self.a, self.b, self.m)
+
+    @property
+    def body_hazard(self) -> bool:
+        """``if E:`` runs when the submodule is marked."""
+        return self.m and (self.a or self.b)
+
+    @property
+    def else_hazard(self) -> bool:
+        """The ``else`` of ``if E:`` (an ``assert E`` failing) runs when the submodule is marked."""
+        return self.m and (self.c or self.d)
 
 
 NONE = Facts()
-MARKER = Facts(True, True, False, False)
+MARKER = Facts(True, True, False, False, True)
 
 
 def _walk_call(node: ast.AST) -> tuple[str, ast.Call] | None:
@@ -881,11 +898,12 @@ class _FileChecker:
             return self.facts(node.value, var)
         if isinstance(node, ast.BoolOp):
             parts = [self.facts(v, var) for v in node.values]
+            read = any(p.m for p in parts)
             if isinstance(node.op, ast.And):
                 return Facts(any(p.a for p in parts), all(p.b for p in parts),
-                             all(p.c for p in parts), any(p.d for p in parts))
+                             all(p.c for p in parts), any(p.d for p in parts), read)
             return Facts(all(p.a for p in parts), any(p.b for p in parts),
-                         any(p.c for p in parts), all(p.d for p in parts))
+                         any(p.c for p in parts), all(p.d for p in parts), read)
         if isinstance(node, ast.Constant):
             return Facts(b=True, c=True) if node.value else Facts(a=True, d=True)
         if self._marker_read(node, var):
@@ -973,7 +991,7 @@ class _FileChecker:
                 aliases = _loop_aliases(loop.body, walk.var) if aliases is None else aliases
                 test = _expand_aliases(node.test, aliases, node.lineno)
                 facts = self.facts(test, walk.var)
-                if (facts.c or facts.d) and id(node) not in self.reported \
+                if facts.else_hazard and id(node) not in self.reported \
                         and not self._side_root_only(test, False, walk) \
                         and not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop):
                     self.reported.add(id(node))
@@ -989,7 +1007,7 @@ class _FileChecker:
             test = _expand_aliases(node.test, aliases, node.lineno)
             facts = self.facts(test, walk.var)
             for in_body, branch in ((True, node.body), (False, node.orelse)):
-                hazard = (facts.a or facts.b) if in_body else (facts.c or facts.d)
+                hazard = facts.body_hazard if in_body else facts.else_hazard
                 if not hazard or not branch:
                     continue
                 safe = facts.a if in_body else facts.c
@@ -1036,6 +1054,8 @@ class _FileChecker:
             if isinstance(stmt, ast.Raise):
                 if not self._reraise(stmt):
                     yield stmt, False
+            elif isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Constant) and not stmt.test.value:
+                yield stmt, False  # `assert False, msg`: raises AssertionError wherever it runs
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 if self._always_raising_call(stmt.value, func):
                     yield stmt, True
@@ -1179,14 +1199,14 @@ class _FileChecker:
         elt = ast.BoolOp(op=ast.And(), values=[gen.elt, *comp.ifs]) if comp.ifs else gen.elt
         facts = self.facts(elt, walk.var)
         if test.func.id == "any":
-            facts = Facts(facts.a, facts.b, facts.c, False)
+            facts = Facts(facts.a, facts.b, facts.c, False, facts.m)
         else:
-            facts = Facts(facts.a, False, facts.c, facts.d)
+            facts = Facts(facts.a, False, facts.c, facts.d, facts.m)
         if negated:
             facts = facts.negate()
-        if facts.a or facts.b:
+        if facts.body_hazard:
             return True, walk, facts.a
-        if facts.c or facts.d:
+        if facts.else_hazard:
             return False, walk, facts.c
         return None
 
