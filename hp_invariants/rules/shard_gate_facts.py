@@ -1,4 +1,12 @@
-"""Project-wide facts of E9502 (``shard-gated-reset``): gates and must-run helpers of every file.
+"""The project's function facts: what the functions of every file return and always call (E9502's
+gates and must-run helpers), and where each module of the project is (E9501 and E9504 open the file
+an imported helper is defined in, on demand).
+
+One layer for the three rules that follow helpers across files: E9502 reads the summaries below;
+E9501 and E9504 resolve a call they cannot resolve in the file (a helper imported from another
+module of the project) with :meth:`ShardGateIndex.external_definitions`, which maps the import
+(:meth:`hp_invariants.semantic.SemanticModel.external`) to a file of the project and parses that file
+once (a small per-project cache), so that the same analysis as for a helper of the file runs on it.
 
 E9502 needs to know, for a name used at a call site in one file, what a function, ``@property`` or
 instance attribute of that name defined in *another* file of the project evaluates to (is it a
@@ -26,13 +34,14 @@ import json
 import os
 import re
 import sys
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, dotted_name, last_name, walk_function_body
 from hp_invariants.project import LazyList, LazyMap, TextTable
-from hp_invariants.api import ProjectFacts
-from hp_invariants.semantic import is_property
+from hp_invariants.api import FileContext, ProjectFacts
+from hp_invariants.semantic import ExternalRef, is_property
 
 FACTS_VERSION = 6
 """Bump when :func:`summarize` changes: older cache entries are then rebuilt."""
@@ -492,7 +501,9 @@ class ShardGateIndex:
     :class:`LazyMap` objects with the same ``get``/``[]`` answers.
     """
 
-    def __init__(self, paths: Iterable[str], summaries: Iterable[FileFacts], digests: Iterable[bytes] = ()):
+    def __init__(self, paths: Iterable[str], summaries: Iterable[FileFacts], digests: Iterable[bytes] = (),
+                 root: str = ""):
+        self.root = str(root)
         self.paths = list(paths)
         self.file_no = {path: i for i, path in enumerate(self.paths)}
         self.digests = list(digests)
@@ -540,6 +551,7 @@ class ShardGateIndex:
 
         functions, callers, attr_other = self.functions.items(), self.callers().items(), self.attr_other.items()
         return {
+            "root": self.root,
             "paths": self.paths,
             "digests": [d.hex() for d in self.digests],
             "files": TextTable([_json(encode_summary(f)) for f in self.files]),
@@ -560,6 +572,7 @@ class ShardGateIndex:
         if type(data) is not dict:
             raise TypeError("index expected")
         index = cls.__new__(cls)
+        index.root = _str(data["root"])
         index.paths = [_str(p) for p in _list(data["paths"])]
         index.file_no = {path: i for i, path in enumerate(index.paths)}
         index.digests = [bytes.fromhex(_str(d)) for d in _list(data["digests"])]
@@ -592,6 +605,94 @@ class ShardGateIndex:
         index._callers = LazyMap.from_cache(data["callers"], lambda _callee, names: [_str(n) for n in _list(names)],  # type: ignore[assignment]
                                  recover("callers"))
         return index
+
+    # ------------------------------------------------------------------ other files, on demand
+    _OPEN_FILES = 16
+    """At most this many other files' trees are kept per project (least recently used dropped)."""
+
+    def module_path(self, module: str, level: int, from_path: str) -> str | None:
+        """The file of the project that the module ``module`` (dotted; relative to the folder of
+        ``from_path`` when ``level`` > 0, as Python resolves ``from ..m import f``) is: ``a/b.py`` or
+        ``a/b/__init__.py``; ``None`` when the project has no such file, or several (two folders of
+        the project both hold an ``a/b.py``: which one is imported depends on ``sys.path``)."""
+        parts = [p for p in module.split(".") if p]
+        key = ("module", module, level, os.path.dirname(os.path.abspath(from_path)) if level else "")
+        if key in self.memo:
+            return self.memo[key]
+        found: str | None = None
+        if level:
+            base = os.path.dirname(os.path.abspath(from_path))
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            stem = os.path.join(base, *parts)
+            candidates = (stem + ".py", os.path.join(stem, "__init__.py")) if parts else (os.path.join(base, "__init__.py"),)
+            hits = [c for c in candidates if self.file_index(c) is not None]
+            found = hits[0] if len(hits) == 1 else None
+        elif parts:
+            tails = (os.sep + os.path.join(*parts) + ".py", os.sep + os.path.join(*parts, "__init__.py"))
+            hits = [p for p in self.paths if p.endswith(tails)]
+            found = os.path.abspath(hits[0]) if len(hits) == 1 else None
+        self.memo[key] = found
+        return found
+
+    def open_file(self, path: str, options: dict[str, Any]) -> FileContext | None:
+        """A :class:`~hp_invariants.api.FileContext` of the project file ``path`` (read and parsed
+        once, kept among the last few opened), with ``options``; ``None`` when it cannot be read,
+        decoded or parsed."""
+        from collections import OrderedDict  # noqa: PLC0415
+        import warnings  # noqa: PLC0415
+
+        from hp_invariants.source import SourceFile, read_source_bytes  # noqa: PLC0415
+
+        opened = self.memo.setdefault("open", OrderedDict())
+        key = os.path.abspath(path)
+        if key in opened:
+            opened.move_to_end(key)
+            ctx = opened[key]
+        else:
+            try:
+                raw, _ = read_source_bytes(key, 8 * 1024 * 1024)
+                source = SourceFile.from_bytes(key, raw)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(source.text, filename=key)
+            except (OSError, ValueError, SyntaxError, RecursionError, MemoryError):
+                ctx = None
+            else:
+                ctx = FileContext(source, tree)
+            opened[key] = ctx
+            while len(opened) > self._OPEN_FILES:
+                opened.popitem(last=False)
+        if ctx is not None:
+            ctx.options = options
+        return ctx
+
+    def external_definitions(self, ref: ExternalRef, from_path: str, options: dict[str, Any],
+                             depth: int = 0) -> tuple[FileContext, list[ast.AST]] | None:
+        """The module-level ``def`` statements an import reaches (``ref``, of the file ``from_path``),
+        with the context of their file: the module named by ``ref`` and the leading names of its
+        attribute chain, then the last name defined there (complete: nothing else binds it at module
+        level), or re-exported there by another import (followed, at most 4 deep); ``None`` when the
+        module is not a file of the project, or the name is not a function defined in it."""
+        if not ref.attrs or depth > 4:
+            return None
+        module = ".".join(p for p in (ref.module, *ref.attrs[:-1]) if p)
+        path = self.module_path(module, ref.level, from_path) if module or ref.level else None
+        ctx = self.open_file(path, options) if path is not None else None
+        if ctx is None:
+            return None
+        name = ref.attrs[-1]
+        resolution = ctx.semantic.module_definitions(name)
+        if resolution.complete and resolution.candidates:
+            return ctx, list(resolution.candidates)
+        again = ctx.semantic.module_import(name)
+        if again is not None:
+            return self.external_definitions(again, ctx.path, options, depth + 1)
+        return None
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the project root (for messages)."""
+        return os.path.relpath(os.path.abspath(path), self.root) if self.root else path
 
     def callers(self) -> dict[str, list[str]]:
         """``callee -> names of the functions that call it on every normal path`` (a name once per
@@ -662,7 +763,7 @@ class ShardGateFacts(ProjectFacts):
     def build(self, root: Path, paths: list[str], summaries: list[Any], digests: list[bytes]) -> ShardGateIndex:
         """Return the :class:`ShardGateIndex` of the project's files."""
         return ShardGateIndex(paths, (s if isinstance(s, (tuple, list)) and len(s) == 3 else EMPTY
-                                      for s in summaries), digests)
+                                      for s in summaries), digests, str(root))
 
     caches_built = True
 
@@ -673,3 +774,29 @@ class ShardGateFacts(ProjectFacts):
     def decode_built(self, plain: Any, rebuild: Callable[[], ShardGateIndex]) -> ShardGateIndex:
         """Return the index :meth:`encode_built` wrote (:meth:`ShardGateIndex.from_plain`)."""
         return ShardGateIndex.from_plain(plain, rebuild)
+
+
+BUILT: "weakref.WeakSet[ShardGateIndex]" = weakref.WeakSet()
+"""Every index :data:`FUNCTION_FACTS` built or read in this process (E9502's text prefilter lets
+through files that call a must-run helper of one of these projects by name)."""
+
+
+class _RegisteringFacts(ShardGateFacts):
+    """:class:`ShardGateFacts` that remembers each index it builds in :data:`BUILT`."""
+
+    def build(self, root, paths, summaries, digests):
+        """Build the index (see :meth:`ShardGateFacts.build`) and register it."""
+        index = super().build(root, paths, summaries, digests)
+        BUILT.add(index)
+        return index
+
+    def decode_built(self, plain, rebuild):
+        """Read the cached index (see :meth:`ShardGateFacts.decode_built`) and register it."""
+        index = super().decode_built(plain, rebuild)
+        BUILT.add(index)
+        return index
+
+
+FUNCTION_FACTS = _RegisteringFacts()
+"""The one project function-facts object of the rules (``Rule.project_facts`` of E9501, E9502 and
+E9504): one build, one cache entry per project."""

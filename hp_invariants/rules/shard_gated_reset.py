@@ -388,7 +388,6 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import dataclasses
-import weakref
 
 from hp_invariants.astutil import EXITS, FunctionNode, always_exits, dotted_name, last_name, walk_function_body, walk_nodes
 from hp_invariants.model import Applicability, Confidence, Edit
@@ -544,24 +543,7 @@ def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, s
     return via
 
 
-_BUILT: "weakref.WeakSet[ShardGateIndex]" = weakref.WeakSet()
-
-
-class _RegisteringFacts(ShardGateFacts):
-    """:class:`ShardGateFacts` that remembers each index it builds, so that the text prefilter can
-    let through files that call a project's must-run helper (``apply_fsdp``) by name."""
-
-    def build(self, root, paths, summaries, digests):
-        """Build the index (see :meth:`ShardGateFacts.build`) and register it for the prefilter."""
-        index = super().build(root, paths, summaries, digests)
-        _BUILT.add(index)
-        return index
-
-    def decode_built(self, plain, rebuild):
-        """Read the cached index (see :meth:`ShardGateFacts.decode_built`) and register it."""
-        index = super().decode_built(plain, rebuild)
-        _BUILT.add(index)
-        return index
+_BUILT = facts.BUILT
 
 
 def _closure_names(calls: frozenset[str]) -> Iterable[str]:
@@ -1529,7 +1511,7 @@ class ShardGatedReset(Rule):
     )
     prefilter = DEFAULT_CALLS
     prefilter_option = "unconditional-calls"
-    project_facts = _RegisteringFacts()
+    project_facts = facts.FUNCTION_FACTS
     project_optional = True
     prefilter_reads_project = True
 
