@@ -80,7 +80,17 @@ No message for:
   walk, or inside it under `if sub is module:` / `if name == "":`, or after
   `if sub is not module: continue`): refusing to wrap the same module twice is legitimate;
 * a branch on a marker of another variable than the walked submodule;
-* a raise that a surrounding `try` in the loop catches (`except Exception`, or the same class).
+* a raise that a surrounding `try` in the loop catches (`except Exception`, or the same class);
+* a raise after the walk has skipped every submodule it met before, in this call or an earlier one:
+  a guard `if sub in C: continue` (or `id(sub) in C`) before it in the loop body, the loop body
+  recording the walked submodule in `C` (`C.add(sub)`, `C.append(id(sub))`, `C[sub] = ...`), and `C`
+  outliving the call (an attribute such as `self._visited`, a parameter the caller passes, a
+  module-level name). A submodule shared with a region processed earlier is skipped before the
+  raise, which then only refuses a module marked by something else (a tuner applied to the whole
+  model twice): a deliberate guard, not the hazard. A set the function makes afresh (`seen =
+  set()`) dedups one walk only, as `.modules()` already does; a record by name (one name per
+  region), a skip after the raise or a record never written do not count (`visited_skip`,
+  `visited_skip_ok`).
 
 ## Why is this bad?
 A submodule can legitimately belong to several wrapped regions. In Qwen3-VL-MoE every text decoder
@@ -1185,7 +1195,8 @@ class _FileChecker:
                 facts = self.facts(test, walk.var)
                 if facts.else_hazard and id(node) not in self.reported \
                         and not self._side_root_only(test, False, walk) \
-                        and not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop):
+                        and not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop) \
+                        and not self._skips_visited(node, loop, walk, func):
                     self.reported.add(id(node))
                     yield self._finding(node, walk, f"`{self._text(node.test)}` asserted in the walk", False, None, True)
                 continue
@@ -1195,7 +1206,8 @@ class _FileChecker:
                     where = self._callee_raise(call, walk.var, func)
                     if where is not None:
                         aliases = _loop_aliases(loop.body, walk.var) if aliases is None else aliases
-                        if not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop):
+                        if not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop) \
+                                and not self._skips_visited(node, loop, walk, func):
                             self.reported.add(id(node))
                             yield self._finding(node, walk, where + ", called with the walked submodule",
                                                 False, None, False)
@@ -1215,12 +1227,73 @@ class _FileChecker:
                 if self._side_root_only(test, in_body, walk) or self._root_only_context(node, loop, walk, aliases):
                     continue
                 for stmt, where in self._raising_statements(branch, func):
-                    if id(stmt) in self.reported or self._caught(stmt, loop):
+                    if id(stmt) in self.reported or self._caught(stmt, loop) or self._skips_visited(stmt, loop, walk, func):
                         continue
                     self.reported.add(id(stmt))
                     evidence = f"`{self._text(node.test)}` tested in the walk, " + (
                         "raise here" if where is None else f"raise in {where}")
                     yield self._finding(stmt, walk, evidence, safe, fix_loop, where is None)
+
+    def _skips_visited(self, node: ast.stmt, loop, walk: Walk, func) -> bool:
+        """True when, before ``node``, the walk skips every submodule it has met before, in this call
+        or an earlier one: a guard ``if sub in C: continue`` (or ``id(sub) in C``) precedes ``node``
+        in the loop body, the loop body records the walked submodule in ``C`` (``C.add(sub)``,
+        ``C.append(id(sub))``, ``C[sub] = ...``), and ``C`` outlives the call (an attribute such as
+        ``self._visited``, a parameter the caller passes, a module-level or enclosing name; not a
+        collection the function makes afresh, which dedups only one walk, as ``.modules()`` already
+        does). A submodule shared with a region wrapped earlier is then skipped before the raise,
+        which can only refuse a module marked by something else (the whole tuner applied twice)."""
+        if walk.recursive:
+            return False
+        recorded = set()
+        for sub in _walk_no_scopes(loop.body):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
+                    and sub.func.attr in ("add", "append", "appendleft", "setdefault") and sub.args \
+                    and self._is_walked(sub.args[0], walk.var):
+                recorded.add(self.ctx.text_of(sub.func.value))
+            elif isinstance(sub, (ast.Assign, ast.AnnAssign)):
+                for target in sub.targets if isinstance(sub, ast.Assign) else [sub.target]:
+                    if isinstance(target, ast.Subscript) and self._is_walked(target.slice, walk.var):
+                        recorded.add(self.ctx.text_of(target.value))
+        if not recorded:
+            return False
+        child: ast.AST = node
+        for anc in self.ctx.ancestors(node):
+            for block in _blocks(anc):
+                if child in block:
+                    for prev in block[: block.index(child)]:
+                        if isinstance(prev, ast.If) and not prev.orelse and prev.body \
+                                and isinstance(prev.body[-1], ast.Continue):
+                            test = prev.test
+                            if isinstance(test, ast.Compare) and len(test.ops) == 1 \
+                                    and isinstance(test.ops[0], ast.In) and self._is_walked(test.left, walk.var):
+                                collection = self.ctx.text_of(test.comparators[0])
+                                if collection in recorded and self._outlives_call(test.comparators[0], func):
+                                    return True
+            if anc is loop:
+                return False
+            child = anc
+        return False
+
+    def _is_walked(self, node: ast.AST, var: str) -> bool:
+        """``var`` or ``id(var)``."""
+        if self._is_var(node, var):
+            return True
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id"
+                and len(node.args) == 1 and self._is_var(node.args[0], var))
+
+    @staticmethod
+    def _outlives_call(node: ast.AST, func) -> bool:
+        """True when the collection ``node`` is not made afresh by the call of ``func``: an attribute
+        (``self._visited``), a parameter, or a name ``func`` never assigns (module level, enclosing)."""
+        if isinstance(node, ast.Attribute):
+            return True
+        if not isinstance(node, ast.Name) or not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        args = func.args
+        if node.id in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
+            return True
+        return node.id not in _assigned(func)
 
     def _root_only_context(self, node: ast.If, loop, walk: Walk,
                            aliases: dict[str, tuple[int, ast.AST]] | None = None) -> bool:
