@@ -490,6 +490,17 @@ def _numbers(_attr: str, data: Any) -> set[int]:
     return numbers
 
 
+def may_name_project_module(ref: ExternalRef, path: str) -> bool:
+    """A cheap test before the project facts are read: the import ``ref`` of the file ``path`` is
+    relative, or its top-level package is named like a folder ``path`` is in (``megatron.bridge`` from
+    ``.../src/megatron/bridge/x.py``); ``torch``, ``functools`` ... are not, so a call of theirs never
+    makes a rule read the project facts."""
+    if ref.level:
+        return True
+    top = (ref.module or "").split(".")[0]
+    return bool(top) and top in os.path.dirname(os.path.abspath(path)).split(os.sep)
+
+
 class ShardGateIndex:
     """Every file's :class:`FileFacts` of one project, by name (what E9502 reads at check time).
 

@@ -200,7 +200,7 @@ from typing import Iterator, Sequence
 from hp_invariants.astutil import dotted_name, last_name, string_value
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
 from hp_invariants.api import Option, Rule
-from hp_invariants.rules.shard_gate_facts import FUNCTION_FACTS
+from hp_invariants.rules.shard_gate_facts import FUNCTION_FACTS, may_name_project_module
 
 WALK_METHODS = {
     # method name -> shape of each item: "module" (the submodule), "pair" ((name, submodule)),
@@ -399,7 +399,6 @@ class _FileChecker:
         self._index = index
         self._others: dict[str, _FileChecker] = {}
         self._extra_markers: frozenset = frozenset()  # markers learned by the caller of a helper
-        self._dirs: frozenset | None = None
         self.markers = [re.compile(p) for p in ctx.option(rule, "wrap-markers")]
         self.wrappers = [re.compile(p) for p in ctx.option(rule, "wrapper-classes")]
         self.reported: set[int] = set()
@@ -510,23 +509,12 @@ class _FileChecker:
             self._index = self.ctx.project_data(self.rule)
         return self._index
 
-    def _maybe_project_module(self, ref) -> bool:
-        """A cheap test before the project facts are read: the import is relative, or its top-level
-        package is named like a folder the checked file is in (``megatron.bridge`` from
-        ``.../src/megatron/bridge/x.py``); ``torch``, ``functools`` ... are not."""
-        if ref.level:
-            return True
-        if self._dirs is None:
-            self._dirs = frozenset(os.path.dirname(os.path.abspath(self.ctx.path)).split(os.sep))
-        top = (ref.module or "").split(".")[0]
-        return bool(top) and top in self._dirs
-
     def _external(self, call: ast.Call, func: ast.AST | None) -> tuple["_FileChecker", list[ast.AST]] | None:
         """The checker of another project file and the module-level ``def``s there that the call
         reaches through an import (:meth:`~hp_invariants.semantic.SemanticModel.external`,
         :meth:`~hp_invariants.rules.shard_gate_facts.ShardGateIndex.external_definitions`)."""
         ref = self.ctx.semantic.external(call.func, func if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
-        if ref is None or not self._maybe_project_module(ref):
+        if ref is None or not may_name_project_module(ref, self.ctx.path):
             return None
         index = self._project_index()
         if index is None:
