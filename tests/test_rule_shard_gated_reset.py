@@ -42,7 +42,7 @@ def test_seed_message_position_confidence_and_safe_fix():
     assert (finding.line, finding.col) == (6, 16)
     assert finding.message == (
         "'reset_sharded_param()' runs only when shard-degree gate 'self.is_shard' holds; "
-        "at shard degree 1 (world size 1) it is skipped")
+        "at shard degree 1 (world size 1) it is skipped (evidence: gate tested by an if at line 4)")
     assert finding.confidence is Confidence.HIGH
     assert finding.fix.applicability is Applicability.SAFE
     assert finding.obj == "S.lazy_init"
@@ -61,7 +61,8 @@ def test_confidence_levels_by_shape():
             fully_shard(m)
         """)
     assert [f.confidence for f in findings] == [Confidence.INFERENCE, Confidence.CONTROL_FLOW]
-    assert findings[0].args == ("fully_shard", "shard (= self.is_shard)")
+    assert findings[0].args[:2] == ("fully_shard", "shard (= self.is_shard)")
+    assert findings[0].args[2] == "gate tested by an if at line 4; 'shard' is a local bound once before the test"
     assert findings[1].fix is None
 
 
@@ -433,7 +434,9 @@ def test_cross_file_gates_and_helpers_need_the_project(tmp_path):
     root = _project(tmp_path, {"helpers.py": HELPERS, "train.py": USES})
     findings = _check_project(root, "train.py")
     assert [(f.line, f.args) for f in findings] == [
-        (6, ("apply_fsdp() -> fully_shard", "dims.dp_enabled or dims.cp_enabled"))]
+        (6, ("apply_fsdp() -> fully_shard", "dims.dp_enabled or dims.cp_enabled",
+             "gate tested by an if at line 5; 'dp_enabled' defined in helpers.py; 'cp_enabled' defined in "
+             "helpers.py; 'apply_fsdp()' always runs the step, defined in helpers.py"))]
     assert findings[0].confidence is Confidence.INFERENCE
     assert findings[0].fix.applicability is Applicability.UNSAFE  # the helper runs more than the step
     # without a project the rule still runs, on what the file itself shows

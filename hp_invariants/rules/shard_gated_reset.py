@@ -205,6 +205,17 @@ which build project facts on first use, a file that calls a project helper by na
 configured step passes the text prefilter only while no other project's facts have been built in
 that process.
 
+**Evidence and confidence.** Every message ends with its evidence: the construct that tests the
+gate and its line (`gate tested by an if at line 12`, `an early exit`, `a conditional expression`
+...), a local alias it goes through, where a gate read through a property, function or instance
+attribute is defined (`'dp_enabled' defined in trainlib/dims.py`, `this file, line 9`), and where a
+must-run helper is defined. Confidence is `HIGH` for a gate written in the test itself around the
+step (closed-world evidence: the function shows everything that decides it), `CONTROL_FLOW` for an
+early exit before the step, and `INFERENCE` when the gate or the step goes through a local alias, a
+property, a function, an instance attribute or a must-run helper (of this file or another): the
+rule then assumes those names are bound at run time to the definitions it resolved (by name across
+the project's files, see "Known limits").
+
 ## Why is this bad?
 hyper-parallel's `TorchHSDPStateV2.lazy_init` must re-wrap every sharded parameter after meta-device
 materialization (`reset_sharded_param()`), so that the optimizer and the forward see the right
@@ -699,6 +710,29 @@ class _Analyzer:
         while chain[-1] not in self.calls and chain[-1] in via and len(chain) <= _MAX_DEPTH:
             chain.append(via[chain[-1]])
         return "() -> ".join(chain)
+
+    def where_defined(self, name: str | None, attribute: bool = False) -> str:
+        """Where ``name`` is defined as this rule resolves it (evidence): this file's ``def``s (or, for
+        an instance ``attribute``, its ``self.<name>`` stores) by line, else the project files that
+        define (store) it, at most three named."""
+        if name is None:
+            return "an unknown place"
+        local = self.local()
+        if attribute:
+            here = name in local.attr_values or name in local.attr_other
+            numbers = {n for n, _ in self.index.attr_values.get(name, ())} if self.index is not None else set()
+        else:
+            lines = [d.lineno for d in self.ctx.semantic.definitions(name)]
+            if lines:
+                return "this file, line " + ", ".join(map(str, lines[:3]))
+            here = False
+            numbers = {n for n, _ in self.index.functions.get(name, ())} if self.index is not None else set()
+        if here:
+            return "this file"
+        files = sorted(self.index.relative(self.index.paths[n]) for n in numbers if n != self.file_no) if numbers else []
+        if not files:
+            return "this file"
+        return ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
 
     def is_wrap(self, node: ast.Call) -> bool:
         """True when ``node`` calls a wrap step (``wrap-calls``), directly or through a must-run
@@ -1406,6 +1440,37 @@ def _class_dispatches_on(ctx, analyzer: _Analyzer, keys: set[str], scope: ast.AS
     return False
 
 
+_CONTEXT_WORDS = {"if": "an if", "ifexp": "a conditional expression", "and": "an 'and'", "or": "an 'or'",
+                  "comp": "a comprehension filter", "exit": "an early exit"}
+
+
+def _evidence(ctx, analyzer: _Analyzer, context: _Context, call: ast.Call, helper: str | None) -> str:
+    """What a finding rests on: where the gate is tested, where a gate name read through a property,
+    function or instance attribute, and a must-run helper, are defined (this file, by line, or the
+    project files that define them)."""
+    gate = context.gate
+    parts = [f"gate tested by {_CONTEXT_WORDS.get(context.kind, context.kind)} at line {context.node.lineno}"]
+    if gate.via == "alias":
+        parts.append(f"'{gate.text.split(' ', 1)[0]}' is a local bound once before the test")
+    elif gate.via in ("property", "function", "attribute"):
+        seen: list[str] = []
+        for node in walk_nodes(gate.node):
+            name = last_name(node.func if isinstance(node, ast.Call) else node) \
+                if isinstance(node, (ast.Attribute, ast.Call)) else None
+            if name is None or name in seen or len(seen) >= 3:
+                continue
+            if ctx.semantic.definitions(name) or analyzer.functions_named(name):
+                seen.append(name)
+                parts.append(f"'{name}' defined in {analyzer.where_defined(name)}")
+            elif analyzer.attribute_values(name):
+                seen.append(name)
+                parts.append(f"instance attribute '{name}' stored in {analyzer.where_defined(name, True)}")
+    if helper is not None:
+        name = last_name(call.func)
+        parts.append(f"'{name}()' always runs the step, defined in {analyzer.where_defined(name)}")
+    return "; ".join(parts)
+
+
 def _only_for_wrapped(ctx, call: ast.Call, scope: ast.AST, classes: frozenset[str]) -> bool:
     """True when ``call`` is reached only if the module it works on is already wrapped: an enclosing
     ``if``/ternary test, or an early-exit guard before it in the same function, requires
@@ -1485,7 +1550,8 @@ class ShardGatedReset(Rule):
     symbol = "shard-gated-reset"
     codemod_command = "RemoveShardGateCommand"
     summary = "A must-always-run FSDP step (reset_sharded_param, fully_shard) skipped at shard degree 1"
-    msg = "'%s()' runs only when shard-degree gate '%s' holds; at shard degree 1 (world size 1) it is skipped"
+    msg = ("'%s()' runs only when shard-degree gate '%s' holds; at shard degree 1 (world size 1) it is skipped "
+           "(evidence: %s)")
     description = (
         "Used when a call that must run at every shard degree (reset_sharded_param, fully_shard) is "
         "reached only when a shard-degree predicate holds (is_shard, world_size > 1, ...), directly, "
@@ -1575,7 +1641,8 @@ class ShardGatedReset(Rule):
                     confidence = Confidence.INFERENCE
                 if fix is not None and fix.applicability is Applicability.SAFE:
                     fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
-            yield ctx.finding(self, node, args=(name, context.gate.text), confidence=confidence, fix=fix)
+            evidence = _evidence(ctx, analyzer, context, node, helper)
+            yield ctx.finding(self, node, args=(name, context.gate.text, evidence), confidence=confidence, fix=fix)
 
     # ------------------------------------------------------------------ gate search
     def _find_gate(self, ctx, analyzer: _Analyzer, call: ast.Call) -> tuple[_Context, ast.AST] | None:
