@@ -445,25 +445,7 @@ def _proven_torch_dtensor(ctx, sink: _Sink) -> bool:
     text = ctx.text_of(receiver)
     scope = next((a for a in ctx.ancestors(sink.node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
 
-    def torch_dtensor(node: ast.AST) -> bool:
-        if isinstance(node, ast.Tuple):
-            return bool(node.elts) and all(torch_dtensor(e) for e in node.elts)
-        ref = ctx.semantic.external(node, scope)
-        if ref is None or not ref.attrs or ref.level:
-            return False
-        full = ".".join((ref.module, *ref.attrs))
-        return full.startswith("torch.distributed.") and ref.attrs[-1] == "DTensor"
-
-    def implies(test: ast.AST, truth: bool) -> bool:
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return implies(test.operand, not truth)
-        if isinstance(test, ast.BoolOp):
-            if isinstance(test.op, ast.And) == truth:
-                return any(implies(v, truth) for v in test.values)
-            return all(implies(v, truth) for v in test.values)
-        return (truth and isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
-                and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords
-                and ctx.text_of(test.args[0]) == text and torch_dtensor(test.args[1]))
+    implies = _DTensorTest(ctx, scope, text).implied
 
     child: ast.AST = sink.node
     for anc in ctx.ancestors(sink.node):
@@ -482,6 +464,34 @@ def _proven_torch_dtensor(ctx, sink: _Sink) -> bool:
             break
         child = anc
     return False
+
+
+class _DTensorTest:
+    """``implied(test, truth)``: ``test`` being ``truth`` implies ``isinstance(<text>, DTensor)`` with
+    PyTorch's ``DTensor`` (an import from ``torch.distributed``). A class, not nested functions: a
+    closure that calls itself is a reference cycle per call."""
+
+    def __init__(self, ctx, scope: ast.AST | None, text: str):
+        self.ctx, self.scope, self.text = ctx, scope, text
+
+    def torch_dtensor(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Tuple):
+            return bool(node.elts) and all(self.torch_dtensor(e) for e in node.elts)
+        ref = self.ctx.semantic.external(node, self.scope)
+        if ref is None or not ref.attrs or ref.level:
+            return False
+        return ".".join((ref.module, *ref.attrs)).startswith("torch.distributed.") and ref.attrs[-1] == "DTensor"
+
+    def implied(self, test: ast.AST, truth: bool) -> bool:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.implied(test.operand, not truth)
+        if isinstance(test, ast.BoolOp):
+            if isinstance(test.op, ast.And) == truth:
+                return any(self.implied(v, truth) for v in test.values)
+            return all(self.implied(v, truth) for v in test.values)
+        return (truth and isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords
+                and self.ctx.text_of(test.args[0]) == self.text and self.torch_dtensor(test.args[1]))
 
 
 def _edit_for(ctx, origin: _Origin) -> Edit | None:
@@ -1302,6 +1312,7 @@ class _Helpers:
         self.label = label
         self.asked = False
         self._others: dict[str, _Helpers] = {}
+        self.chain = 0  # how many imports away from the checked file this file was reached
 
     def where(self, func: ast.AST) -> str:
         """How evidence names the helper ``func`` of this file."""
@@ -1317,7 +1328,7 @@ class _Helpers:
         ``None``. In the first pass the value is an ``ext`` origin and nothing is read."""
         where = scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
         ref = self.model.external(call.func, where)
-        if ref is None or not ref.attrs or not may_name_project_module(ref, self.path):
+        if ref is None or not ref.attrs or not may_name_project_module(ref, self.path) or self.chain >= 4:
             return None
         if self.resolve is None:
             self.asked = True
@@ -1336,7 +1347,7 @@ class _Helpers:
             other = self._others[octx.path] = _Helpers(octx.semantic, attrs, nograd_names, torch_aliases, imported,
                                                        modules, path=octx.path, options=self.options,
                                                        resolve=lambda: index, label=index.relative(octx.path))
-            other._depth = self._depth
+            other._depth, other.chain = self._depth, self.chain + 1
         summary = other.summaries([(d, None) for d in defs])
         return _export(summary or _EMPTY, call, nograd, other.where(defs[0]))
 

@@ -1487,26 +1487,8 @@ def _only_for_wrapped(ctx, call: ast.Call, scope: ast.AST, classes: frozenset[st
     if not objects:
         return False
     aliases = ctx.semantic.aliases()
-
-    def wrapped_class(node: ast.AST) -> bool:
-        if isinstance(node, ast.Tuple):
-            return bool(node.elts) and all(wrapped_class(e) for e in node.elts)
-        name = last_name(node)
-        return name is not None and (name in classes or aliases.get(name) in classes)
-
-    def implies(test: ast.AST, truth: bool) -> bool:
-        """``test`` being ``truth`` implies ``isinstance(obj, C)``."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return implies(test.operand, not truth)
-        if isinstance(test, ast.BoolOp):
-            if isinstance(test.op, ast.And) == truth:  # a required conjunct (a disjunct of a false or)
-                return any(implies(v, truth) for v in test.values)
-            return all(implies(v, truth) for v in test.values)
-        if isinstance(test, ast.NamedExpr):
-            return implies(test.value, truth)
-        return (truth and isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
-                and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords
-                and ast.unparse(test.args[0]) in objects and wrapped_class(test.args[1]))
+    test = _IsinstanceTest(objects, classes, aliases)
+    implies = test.implied
 
     child: ast.AST = call
     for anc in ctx.ancestors(call):
@@ -1526,6 +1508,35 @@ def _only_for_wrapped(ctx, call: ast.Call, scope: ast.AST, classes: frozenset[st
             break
         child = anc
     return False
+
+
+class _IsinstanceTest:
+    """``implied(test, truth)``: ``test`` being ``truth`` implies ``isinstance(obj, C)`` with ``obj``'s
+    source text in ``objects`` and ``C`` (or every class of a tuple) in ``classes``, directly or through
+    the file's ``aliases``. A class, not nested functions: a closure that calls itself is a reference
+    cycle per call."""
+
+    def __init__(self, objects: set[str], classes: frozenset[str], aliases: dict):
+        self.objects, self.classes, self.aliases = objects, classes, aliases
+
+    def wrapped_class(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Tuple):
+            return bool(node.elts) and all(self.wrapped_class(e) for e in node.elts)
+        name = last_name(node)
+        return name is not None and (name in self.classes or self.aliases.get(name) in self.classes)
+
+    def implied(self, test: ast.AST, truth: bool) -> bool:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.implied(test.operand, not truth)
+        if isinstance(test, ast.BoolOp):
+            if isinstance(test.op, ast.And) == truth:  # a required conjunct (a disjunct of a false or)
+                return any(self.implied(v, truth) for v in test.values)
+            return all(self.implied(v, truth) for v in test.values)
+        if isinstance(test, ast.NamedExpr):
+            return self.implied(test.value, truth)
+        return (truth and isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords
+                and ast.unparse(test.args[0]) in self.objects and self.wrapped_class(test.args[1]))
 
 
 def _following(ctx, stmt: ast.stmt) -> list[ast.stmt]:
