@@ -53,6 +53,11 @@ class Rule:
       about the whole project (E9503: every class), read in ``check`` with ``ctx.project_data(self)``;
     * ``project_optional``: True when the rule also runs without a project (``ctx.project is None``:
       it then uses what the file itself shows); False (default): such a rule is not run then;
+    * ``project_on_demand``: True when the rule reads its ``project_facts`` only for some files (a
+      call it cannot resolve in the file: E9501, E9504): it then also runs in the early analysis on
+      the tree the project build parsed, where :meth:`FileContext.project_data` raises
+      :class:`ProjectFactsDeferred`; the engine drops that rule's findings of the file there and runs
+      it again in the check, when the facts exist (a cold ``check`` parses only such files twice);
     * ``prefilter_reads_project``: True when :meth:`applies_to` also reads the project facts (E9502
       lets through files that call a project's must-run helper): a file the prefilter skipped then
       depends on :meth:`prefilter_record` of its project (the per-file results cache checks it);
@@ -73,6 +78,7 @@ class Rule:
     prefilter_option: str | None = None
     project_facts: "ProjectFacts | None" = None
     project_optional: bool = False
+    project_on_demand: bool = False
     prefilter_reads_project: bool = False
     codemod_command: str = ""
 
@@ -104,6 +110,12 @@ class Rule:
         :class:`FileContext`)."""
         raise NotImplementedError
 
+class ProjectFactsDeferred(Exception):
+    """Raised by :meth:`FileContext.project_data` in an early analysis (the project facts are being
+    built): the engine runs the asking rule on that file again once they exist (see
+    ``Rule.project_on_demand``). A rule never catches it."""
+
+
 _CONCRETE = frozenset(
     c for c in vars(ast).values()
     if isinstance(c, type) and type(c) is type and issubclass(c, ast.AST) and not c.__subclasses__()
@@ -123,18 +135,21 @@ class FileContext:
     * ``options``: option values by rule id, e.g. ``ctx.option(rule, "local-tensor-attrs")``;
     * ``project``: the :class:`hp_invariants.project.Project` that builds the project-wide facts rules
       declare (read them with :meth:`project_data`), or ``None`` when not available (a rule that
-      needs project facts then stays silent).
+      needs project facts then stays silent);
+    * ``early``: True in the early analysis (on the tree the project build parsed, before the facts
+      exist): :meth:`project_data` raises :class:`ProjectFactsDeferred` there.
     """
 
-    __slots__ = ("source", "options", "project", "_tree", "_parse", "_parents", "_nodes", "_owners", "_by_types",
+    __slots__ = ("source", "options", "project", "early", "_tree", "_parse", "_parents", "_nodes", "_owners", "_by_types",
                  "_semantic")
 
     def __init__(self, source: SourceFile, tree: ast.Module | None = None,
                  options: dict[str, dict[str, Any]] | None = None, project: Any = None,
-                 parse: Callable[[], ast.Module] | None = None):
+                 parse: Callable[[], ast.Module] | None = None, early: bool = False):
         self.source = source
         self.options = options if options is not None else {}
         self.project = project
+        self.early = early
         self._tree = tree
         self._parse = parse
         self._parents: dict[int, ast.AST] | None = None
@@ -181,9 +196,12 @@ class FileContext:
 
     def project_data(self, rule: Rule) -> Any:
         """Return the project object of ``rule.project_facts`` for this file's project (built or read
-        from the cache on first use). Raises ``ValueError`` when there is no project."""
+        from the cache on first use). Raises ``ValueError`` when there is no project, and
+        :class:`ProjectFactsDeferred` in an early analysis (``early``)."""
         if self.project is None or rule.project_facts is None:
             raise ValueError(f"{rule.rule_id}: no project data available")
+        if self.early:
+            raise ProjectFactsDeferred(rule.rule_id)
         return self.project.data(rule.project_facts, self.path)
 
     # ------------------------------------------------------------------ tree navigation

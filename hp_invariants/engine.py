@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from hp_invariants import newsyntax, suppressions
-from hp_invariants.api import FileContext, Rule
+from hp_invariants.api import FileContext, ProjectFactsDeferred, Rule
 from hp_invariants.config import DEFAULT_EXCLUDES, Resolver, Settings
 from hp_invariants.discovery import iter_python_files
 from hp_invariants.limits import AnalysisTimeout, guarded, problem
@@ -97,18 +97,30 @@ class Session:
 
     # ------------------------------------------------------------------ the stages
     def analyze(self, source: SourceFile, tree: ast.Module | None, settings: Settings,
-                rules: Sequence[Rule] | None = None, project: Any = None) -> list[Finding]:
+                rules: Sequence[Rule] | None = None, project: Any = None,
+                deferred: list[Rule] | None = None) -> list[Finding]:
         """Run ``rules`` (default: the settings' rules) on one file; findings sorted, no suppressions
         applied. ``tree``: the parsed file, or ``None``: parsed (:func:`parse`) when the first rule
         asks for it. A rule's exception, a parse error included, propagates (callers report it per
-        file). ``project``: what rules read project facts from (default: the session's project)."""
+        file). ``project``: what rules read project facts from (default: the session's project).
+        ``deferred``: an early analysis (:meth:`_early`): a rule that asks for its project facts
+        (:class:`~hp_invariants.api.ProjectFactsDeferred`) is appended to it, its findings dropped."""
         project = self.project if project is None else project
-        ctx = FileContext(source, tree, settings.options, project, parse=lambda: parse(source))
+        ctx = FileContext(source, tree, settings.options, project, parse=lambda: parse(source),
+                          early=deferred is not None)
         findings: list[Finding] = []
         for rule in settings.rules if rules is None else rules:
             if rule.project_facts is not None and project is None and not rule.project_optional:
                 continue
-            findings.extend(rule.check(ctx))
+            if deferred is None:
+                findings.extend(rule.check(ctx))
+                continue
+            try:
+                found = list(rule.check(ctx))
+            except ProjectFactsDeferred:
+                deferred.append(rule)
+                continue
+            findings.extend(found)
         findings.sort(key=Finding.sort_key)
         return findings
 
@@ -223,18 +235,23 @@ class Session:
 
     def early_analysis(self, path: str, raw: bytes, source: SourceFile, tree: ast.Module) -> tuple | None:
         """The early analysis of ``path`` (:meth:`Project.prepare`): run, on the tree the project
-        build parsed, the active rules that read no project facts, under the file's time budget.
-        Returns ``(settings key, rule ids, findings)``, or ``None`` (nothing to run, or any failure:
-        the check then runs those rules itself and reports what goes wrong)."""
+        build parsed, the active rules that read no project facts or read them on demand
+        (``Rule.project_on_demand``), under the file's time budget. Returns ``(settings key, rule ids,
+        findings)``, or ``None`` (nothing to run, or any failure: the check then runs those rules
+        itself and reports what goes wrong). A rule that asked for its facts is not among the rule
+        ids: the check runs it."""
         try:
             settings = self.settings_for(path)
             if settings.max_file_size and len(raw) > settings.max_file_size:
                 return None
-            rules = [r for r in self.active_rules(source, settings) if r.project_facts is None]
+            rules = [r for r in self.active_rules(source, settings)
+                     if r.project_facts is None or r.project_on_demand]
             if not rules:
                 return None
-            findings = guarded(lambda: self.analyze(source, tree, settings, rules), settings.timeout_per_file)
-            return settings.key, tuple(r.rule_id for r in rules), findings
+            deferred: list[Rule] = []
+            findings = guarded(lambda: self.analyze(source, tree, settings, rules, deferred=deferred),
+                               settings.timeout_per_file)
+            return settings.key, tuple(r.rule_id for r in rules if r not in deferred), findings
         except Exception:  # noqa: BLE001 - the check runs the rules again and reports it
             return None
 

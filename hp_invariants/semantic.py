@@ -6,6 +6,10 @@ used to answer three different ways:
 
 * which ``def`` a call reaches (:meth:`SemanticModel.resolve_call`) and which ``@property`` an
   attribute read runs (:meth:`SemanticModel.resolve_attribute`): **one precision policy**, below;
+* what a name bound by an ``import`` denotes (:meth:`SemanticModel.external`): the module and the
+  attribute chain a call such as ``helper(...)`` after ``from pkg.util import helper``, or
+  ``util.helper(...)`` after ``import pkg.util as util``, reaches in another file (the project layer,
+  :mod:`hp_invariants.rules.shard_gate_facts`, finds that file);
 * the functions, methods and properties of the file by name (:meth:`SemanticModel.definitions`),
   the class a function is a method of (:meth:`SemanticModel.owner`), a class's same-file bases and
   subclasses, the names a file aliases (``from m import f as g``, ``g = f``), and what a function
@@ -41,6 +45,21 @@ from typing import Iterator, Sequence
 
 from hp_invariants.astutil import FunctionNode, child_bodies, last_name, names_in_target, walk_function_body
 
+
+def _module_statements(tree: ast.Module) -> list[ast.AST]:
+    """The statements of a module outside functions and classes (nested blocks included)."""
+    out: list[ast.AST] = []
+    stack = list(tree.body)
+    while stack:
+        stmt = stack.pop()
+        out.append(stmt)
+        if stmt.__class__ in (ast.With, ast.AsyncWith):
+            out.extend(stmt.items)
+        if stmt.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            for block in child_bodies(stmt):
+                stack.extend(block)
+    return out
+
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -75,6 +94,19 @@ class Resolution:
 NOTHING = Resolution((), False)
 
 
+@dataclass(frozen=True)
+class ExternalRef:
+    """What a name bound by an import reaches: the module ``module`` (dotted; relative to the file's
+    package when ``level`` > 0, as in ``from ..util import f``), then the attribute chain ``attrs``
+    (``from pkg.util import helper`` then ``helper(...)``: ``("pkg.util", 0, ("helper",))``; ``import
+    pkg.util`` then ``pkg.util.helper(...)``: ``("pkg", 0, ("util", "helper"))``). Where a prefix of
+    ``attrs`` is itself a submodule is for the project to decide."""
+
+    module: str
+    level: int
+    attrs: tuple[str, ...]
+
+
 class SemanticModel:
     """Definitions and bindings of one parsed file (see the module docstring).
 
@@ -91,6 +123,8 @@ class SemanticModel:
         self._classes: dict[str, list[ast.ClassDef]] = {}  # class name -> its class statements
         self._scope_defs: dict[int, dict[str, list[ast.AST]]] = {}  # scope -> name -> its defs there
         self._scope_other: dict[int, set[str]] = {}  # scope -> names bound there by other statements
+        self._imports: dict[int, dict[str, list[ExternalRef]]] = {}  # scope -> name -> its import bindings
+        self._scope_nodes: dict[int, ast.AST] = {}  # id -> scope (module, function, lambda, class)
         self._members: dict[int, dict[str, list[ast.AST]]] = {}  # class -> name -> defs in its body
         self._subclasses: dict[int, list[ast.ClassDef]] | None = None
         self._aliases: dict[str, str | None] | None = None
@@ -105,6 +139,7 @@ class SemanticModel:
         whose body this is)."""
         defs = self._scope_defs.setdefault(id(scope), {})
         other = self._scope_other.setdefault(id(scope), set())
+        self._scope_nodes[id(scope)] = scope
         stack = list(reversed(body))
         nested: list[ast.AST] = []
         while stack:
@@ -124,6 +159,7 @@ class SemanticModel:
             else:
                 if kind is ast.Import or kind is ast.ImportFrom:
                     other.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+                    self._record_imports(scope, stmt)
                 elif kind is ast.Assign:
                     for target in stmt.targets:
                         other.update(names_in_target(target))
@@ -150,6 +186,21 @@ class SemanticModel:
                 self._scan_scope(node, node.body, node)
             else:
                 self._scan_scope(node, node.body, None)
+
+    def _record_imports(self, scope: ast.AST, stmt: ast.Import | ast.ImportFrom) -> None:
+        table = self._imports.setdefault(id(scope), {})
+        for alias in stmt.names:
+            if alias.name == "*":
+                continue
+            if stmt.__class__ is ast.ImportFrom:
+                ref = ExternalRef(stmt.module or "", stmt.level or 0, (alias.name,))
+                name = alias.asname or alias.name
+            elif alias.asname:  # import a.b as m: m is the module a.b
+                ref, name = ExternalRef(alias.name, 0, ()), alias.asname
+            else:  # import a.b: binds a
+                name = alias.name.split(".")[0]
+                ref = ExternalRef(name, 0, ())
+            table.setdefault(name, []).append(ref)
 
     def _ensure(self) -> None:
         if not self._built:
@@ -259,6 +310,61 @@ class SemanticModel:
             return NOTHING
         return Resolution(tuple(defs), True)
 
+    def external(self, func: ast.AST, scope: ast.AST | None) -> ExternalRef | None:
+        """What the called expression ``func`` (``helper``, ``util.helper``, ``pkg.util.helper``)
+        denotes when its first name is bound by an import (and by nothing else) in the innermost
+        scope binding it, seen from ``scope`` (the function holding the call, ``None`` at module
+        level), else ``None``: a name bound by ``def``, an assignment or a parameter, or by two
+        different imports, or a receiver that is not a plain name chain (``self.helper``)."""
+        self._ensure()
+        parts: list[str] = []
+        node = func
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        name, attrs = node.id, tuple(reversed(parts))
+        where: ast.AST | None = scope
+        while True:
+            key = id(where) if where is not None else id(self.tree)
+            bindings = self._imports.get(key, {}).get(name)
+            bound = name in self._scope_other.get(key, ()) or name in self._scope_defs.get(key, {})
+            if bindings or bound:
+                if not bindings or name in self._scope_defs.get(key, {}) or len(set(bindings)) != 1 \
+                        or self._bound_otherwise(name, key):
+                    return None
+                ref = bindings[0]
+                return ExternalRef(ref.module, ref.level, ref.attrs + attrs)
+            if where is None:
+                return None
+            where = self._parent.get(id(where))
+            while isinstance(where, ast.ClassDef):
+                where = self._parent.get(id(where))
+
+    def _bound_otherwise(self, name: str, scope_key: int) -> bool:
+        """True when ``name`` is bound in the scope ``scope_key`` by a statement other than an import
+        (an assignment, a loop target, ``global``, a parameter): the import is then not what it holds."""
+        node = self._scope_nodes.get(scope_key)
+        if node is None:
+            return True
+        if isinstance(node, (*FunctionNode, ast.Lambda)):
+            args = node.args
+            if name in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} | {
+                    a.arg for a in (args.vararg, args.kwarg) if a is not None}:
+                return True
+        for stmt in walk_function_body(node) if node is not self.tree else _module_statements(self.tree):
+            kind = stmt.__class__
+            if kind is ast.Assign and any(name in names_in_target(t) for t in stmt.targets):
+                return True
+            if kind in (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor) and name in names_in_target(stmt.target):
+                return True
+            if kind in (ast.Global, ast.Nonlocal) and name in stmt.names:
+                return True
+            if kind is ast.withitem and stmt.optional_vars is not None and name in names_in_target(stmt.optional_vars):
+                return True
+        return False
+
     def _resolve_member(self, attr: ast.Attribute, scope: ast.AST | None, prop: bool) -> Resolution:
         self._ensure()
         receiver = attr.value
@@ -348,6 +454,16 @@ class SemanticModel:
             if isinstance(node, ast.Return):
                 values.append(node.value)
         return values
+
+    def module_definitions(self, name: str) -> Resolution:
+        """The module-level ``def`` statements of ``name`` (what ``from <this module> import name``
+        gives), complete when nothing else binds ``name`` at module level."""
+        return self.resolve_name(name, None)
+
+    def module_import(self, name: str) -> ExternalRef | None:
+        """The import that binds ``name`` at module level (a re-export: ``from .impl import helper`` in
+        a package's ``__init__.py``), when that is its only binding there, else ``None``."""
+        return self.external(ast.Name(id=name), None)
 
     def walk_definitions(self) -> Iterator[ast.AST]:
         """Every ``def`` and ``class`` of the file, in source order."""

@@ -238,3 +238,42 @@ def test_source_content_digest_is_the_digest_of_the_bytes_read():
     primed = SourceFile.from_bytes("f.py", b"x = 1\n")
     primed.known_digest = b"given"
     assert primed.content_digest() == b"given"
+
+
+def test_a_rule_reading_facts_on_demand_runs_early_and_again_only_where_it_asks(tmp_path, monkeypatch):
+    """``Rule.project_on_demand``: the rule runs on the build's tree; in a file where it asks for its
+    project facts there (``ProjectFactsDeferred``), its early findings are dropped and the check runs
+    it again with the facts (that file alone is parsed again)."""
+    from hp_invariants import engine
+    from hp_invariants.api import Rule
+    from hp_invariants.registry import RULES
+
+    shared = next(r for r in RULES if r.rule_id == "E9502").project_facts
+
+    class OnDemand(Rule):
+        rule_id, symbol, msg = "E9599", "on-demand-probe", "%s"
+        project_facts, project_on_demand, project_optional = shared, True, True
+
+        def check(self, ctx):
+            for node in ctx.nodes_of(ast.Name):
+                if node.id == "LOCAL":
+                    yield ctx.finding(self, node, ("early" if ctx.early else "late",))
+                elif node.id == "NEEDS_FACTS":
+                    yield ctx.finding(self, node, (type(ctx.project_data(self)).__name__,))
+
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    (root / "pkg" / "a.py").write_text("LOCAL = 1\n")
+    (root / "pkg" / "b.py").write_text("LOCAL = 1\nNEEDS_FACTS = 2\n")
+    parsed: list[str] = []
+    real_parse = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda source: parsed.append(os.path.basename(source.path)) or real_parse(source))
+    session = engine.session_for_rules([OnDemand()], project=project_module.Project(use_cache=False))
+    files = [str(root / "pkg" / "a.py"), str(root / "pkg" / "b.py")]
+    assert session.prepare(files, early=True) == []
+    results = [session.check_path(path) for path in files]
+    assert [[f.message for f in r.findings] for r in results] == [["early"], ["late", "ShardGateIndex"]]
+    assert parsed == ["b.py"]
+    without = engine.session_for_rules([OnDemand()], project=project_module.Project(use_cache=False))
+    assert [[f.message for f in without.check_path(path).findings] for path in files] == [["late"], ["late", "ShardGateIndex"]]

@@ -184,8 +184,11 @@ def test_message_names_innermost_view_op_and_subscript():
         p._local_tensor = t[:n].transpose(0, 1)
         p._local_tensor = t.chunk(2)[1]
     """)
-    assert [f.args for f in found] == [
+    assert [f.args[:2] for f in found] == [
         ("narrow", "_local_tensor"), ("subscript", "_local_tensor"), ("chunk", "_local_tensor")]
+    assert [f.args[2] for f in found] == ["'narrow' view made at line 3, grad mode not known off",
+                                          "'subscript' view made at line 4, grad mode not known off",
+                                          "'chunk' view made at line 5, grad mode not known off"]
 
 
 def test_chain_is_detached_once_at_its_end():
@@ -516,3 +519,65 @@ def test_grad_switched_on_inside_an_expression_leaves_no_grad_mode(switch: str):
     for control in ("torch.set_grad_enabled(False)", "prev = torch.set_grad_enabled(False)", "pass"):
         kept = finding_with(control)  # grad stays off: the view is made under no_grad
         assert kept.confidence is Confidence.HIGH and kept.fix.applicability is Applicability.SAFE
+
+
+def test_a_view_returned_by_a_helper_of_another_module(tmp_path, monkeypatch):
+    """Issue #23 recall: a helper of another module of the project returns the view stored into the
+    local tensor. Found through the import (re-exports and module attributes too), INFERENCE and an
+    unsafe fix whatever the helper's grad mode (the evidence crosses files), the helper's file named.
+    A cold check hands the file from the early analysis to the check: same findings, one extra parse."""
+    import shutil
+
+    from hp_invariants.config import Overrides, Resolver
+    from hp_invariants.registry import RULES
+
+    root = tmp_path / "proj"
+    shutil.copytree(Path(__file__).parent / "fixtures" / RULE.symbol / "checker" / "helper_other_module_project", root)
+
+    def run(early: bool, cache: Path):
+        parsed: list[str] = []
+        real_parse = engine.parse
+        monkeypatch.setattr(engine, "parse", lambda source: parsed.append(Path(source.path).name) or real_parse(source))
+        session = engine.default_session(Resolver(RULES, Overrides(cache_dir=str(cache))), cache_dir=str(cache))
+        if not early:
+            monkeypatch.setattr(session, "early_analysis", lambda path, raw, source, tree: None)
+        result = engine.run_check(session, [str(root)])
+        monkeypatch.setattr(engine, "parse", real_parse)
+        return [f for f in result.findings if f.rule_id == RULE.rule_id], parsed
+
+    early, parsed = run(True, tmp_path / "c1")
+    late, _ = run(False, tmp_path / "c2")
+    assert [(f.line, f.message) for f in early] == [(f.line, f.message) for f in late]
+    assert [f.line for f in early] == [13, 17, 22, 25] and parsed == ["param.py"]
+    assert {f.confidence for f in early} == {Confidence.INFERENCE}
+    assert {f.fix.applicability for f in early if f.fix} == {Applicability.UNSAFE}
+    assert "returned by 'local_shard()' of shardlib/views.py:7, under no_grad" in early[0].message
+    alone = engine.session_for_rules([RULE]).check_path(str(root / "shardlib" / "param.py"))
+    assert alone.findings == []  # without a project: only what the file shows
+
+
+def test_pytorch_dtensor_spellings_prove_the_wrapper_holds_the_leaf():
+    """The isinstance proof of PyTorch's DTensor: a module attribute chain, the private module, an
+    alias; a fresh base. Anything else (a DTensor of another package) keeps the finding."""
+    found = check("""
+    import torch
+    import torch.distributed.tensor as dt
+    from torch.distributed._tensor import DTensor as TorchDTensor
+    from other.tensor import DTensor
+
+
+    def a(p, n):
+        if isinstance(p, dt.DTensor):
+            p._local_tensor = torch.zeros(n)[:n]
+
+
+    def b(p, n):
+        assert isinstance(p, TorchDTensor)
+        p._local_tensor = torch.ones(n).new_zeros(n).view(-1)
+
+
+    def c(p, n):
+        assert isinstance(p, DTensor)
+        p._local_tensor = torch.zeros(n)[:n]
+    """)
+    assert [f.line for f in found] == [20]

@@ -42,7 +42,7 @@ def test_seed_message_position_confidence_and_safe_fix():
     assert (finding.line, finding.col) == (6, 16)
     assert finding.message == (
         "'reset_sharded_param()' runs only when shard-degree gate 'self.is_shard' holds; "
-        "at shard degree 1 (world size 1) it is skipped")
+        "at shard degree 1 (world size 1) it is skipped (evidence: gate tested by an if at line 4)")
     assert finding.confidence is Confidence.HIGH
     assert finding.fix.applicability is Applicability.SAFE
     assert finding.obj == "S.lazy_init"
@@ -61,7 +61,8 @@ def test_confidence_levels_by_shape():
             fully_shard(m)
         """)
     assert [f.confidence for f in findings] == [Confidence.INFERENCE, Confidence.CONTROL_FLOW]
-    assert findings[0].args == ("fully_shard", "shard (= self.is_shard)")
+    assert findings[0].args[:2] == ("fully_shard", "shard (= self.is_shard)")
+    assert findings[0].args[2] == "gate tested by an if at line 4; 'shard' is a local bound once before the test"
     assert findings[1].fix is None
 
 
@@ -279,7 +280,7 @@ def test_ternary_with_side_effects_in_the_other_branch_is_unsafe():
 
 def test_options_are_declared_with_kinds():
     kinds = {o.name: o.kind for o in RULE.options}
-    assert kinds == {"unconditional-calls": "csv", "wrap-calls": "csv", "shard-degree-gates": "csv",
+    assert kinds == {"unconditional-calls": "csv", "wrap-calls": "csv", "wrapped-classes": "csv", "shard-degree-gates": "csv",
                      "shard-degree-quantities": "regexp_csv", "parallel-degree-quantities": "regexp_csv"}
     # the text prefilter follows the configured call names
     assert RULE.prefilter_option == "unconditional-calls"
@@ -433,7 +434,9 @@ def test_cross_file_gates_and_helpers_need_the_project(tmp_path):
     root = _project(tmp_path, {"helpers.py": HELPERS, "train.py": USES})
     findings = _check_project(root, "train.py")
     assert [(f.line, f.args) for f in findings] == [
-        (6, ("apply_fsdp() -> fully_shard", "dims.dp_enabled or dims.cp_enabled"))]
+        (6, ("apply_fsdp() -> fully_shard", "dims.dp_enabled or dims.cp_enabled",
+             "gate tested by an if at line 5; 'dp_enabled' defined in helpers.py; 'cp_enabled' defined in "
+             "helpers.py; 'apply_fsdp()' always runs the step, defined in helpers.py"))]
     assert findings[0].confidence is Confidence.INFERENCE
     assert findings[0].fix.applicability is Applicability.UNSAFE  # the helper runs more than the step
     # without a project the rule still runs, on what the file itself shows
@@ -1017,3 +1020,56 @@ def test_a_walrus_in_a_gate_function_of_another_file_reads_as_its_value():
     tree = ast.parse("def need_shard():\n    return (ws := get_world_size()) > 1\n")
     (function,), _, _ = summarize(tree)
     assert function[2] == (("cmp", ">", ("c", "get_world_size", ""), 1),)
+
+
+def test_a_guard_that_raises_on_invalid_input_leaves_the_helper_must_run():
+    """A path that raises is no normal return: a helper that refuses invalid input first and
+    otherwise always ends in the step is still must-run (issue #23); a guard that returns is not."""
+    from hp_invariants.rules.shard_gate_facts import summarize
+
+    code = """
+        def validated(m, mesh):
+            if mesh is None:
+                raise ValueError("a device mesh is required")
+            elif not m.layers:
+                raise ValueError("no layers")
+            fully_shard(m, mesh=mesh)
+
+        def one_branch(m, x):
+            if x:
+                raise ValueError(x)
+            else:
+                fully_shard(m)
+
+        def returns_early(m, x):
+            if x:
+                return m
+            fully_shard(m)
+
+        def caught(m, x):
+            try:
+                if x:
+                    raise ValueError(x)
+            except ValueError:
+                return m
+            fully_shard(m)
+
+        def suppressed(m, x):
+            with contextlib.suppress(ValueError):
+                if x:
+                    raise ValueError(x)
+            fully_shard(m)
+        """
+    calls = {f[0]: f[3] for f in summarize(ast.parse(textwrap.dedent(code)))[0]}
+    assert "fully_shard" in calls["validated"] and "fully_shard" in calls["one_branch"]
+    assert "fully_shard" not in calls["returns_early"] | calls["caught"] | calls["suppressed"]
+
+
+def test_wrapped_classes_option_names_the_wrapped_state():
+    code = """
+        def register(policy, world_size):
+            if world_size > 1 and isinstance(policy, MyShardedModule):
+                register_fsdp_forward_method(policy, "generate")
+        """
+    assert len(_check(code)) == 1
+    assert _check(code, **{"wrapped-classes": ("MyShardedModule",)}) == []

@@ -47,7 +47,8 @@ def test_seed_message_location_confidence_and_safe_fix():
     assert (finding.line, finding.col) == (5, 12)
     assert finding.message == (
         "Raising when submodule 'sub' of 'module.modules()' is already wrapped breaks legitimately shared "
-        "submodules (e.g. one rotary embedding shared by all decoder layers); skip it with 'continue'"
+        "submodules (e.g. one rotary embedding shared by all decoder layers); skip it with 'continue' "
+        "(evidence: `getattr(sub, \"_is_wrapped\", False)` tested in the walk, raise here)"
     )
     assert finding.confidence is Confidence.HIGH
     assert finding.fix.applicability is Applicability.SAFE
@@ -183,7 +184,7 @@ def test_report_only_cases_have_no_fix():
     """
     inner, generator = findings(code)
     assert inner.fix is None and "bind to the inner loop" in inner.message
-    assert generator.fix is None and generator.message.endswith("skip already-wrapped submodules instead of raising")
+    assert generator.fix is None and generator.args[2] == "skip already-wrapped submodules instead of raising"
 
 
 def test_root_only_guards_give_no_message_but_children_walk_is_never_root():
@@ -328,3 +329,40 @@ def test_not_implemented_guard_is_reported_with_an_unsafe_fix_only():
     # any other exception class under a plain marker test keeps the safe fix
     other = findings(code.replace("NotImplementedError", "ValueError"))
     assert other[0].fix.applicability is Applicability.SAFE
+
+
+def _project_run(root: Path, early: bool, monkeypatch, cache: Path):
+    """A cold ``check`` of ``root`` with every rule (``early``: the early analysis on, as the CLI
+    runs it); the E9504 findings and the files the check parsed again."""
+    from hp_invariants.config import Overrides, Resolver
+    from hp_invariants.registry import RULES
+
+    parsed: list[str] = []
+    real_parse = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda source: parsed.append(Path(source.path).name) or real_parse(source))
+    session = engine.default_session(Resolver(RULES, Overrides(cache_dir=str(cache))), cache_dir=str(cache))
+    if not early:
+        monkeypatch.setattr(session, "early_analysis", lambda path, raw, source, tree: None)
+    result = engine.run_check(session, [str(root)])
+    monkeypatch.setattr(engine, "parse", real_parse)
+    return [f for f in result.findings if f.rule_id == RULE.rule_id], parsed
+
+
+def test_a_helper_of_another_module_is_followed_through_its_import(tmp_path, monkeypatch):
+    """The raising helper and the moved check of another module of the project (issue #23 recall):
+    found through the import, INFERENCE, the file named in the evidence; in a cold check the early
+    analysis hands the file to the check (parsed once more) and the findings are the same."""
+    import shutil
+
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "checker" / "raise_in_other_module_project", root)
+    early, parsed = _project_run(root, True, monkeypatch, tmp_path / "c1")
+    late, _ = _project_run(root, False, monkeypatch, tmp_path / "c2")
+    assert [(f.line, f.message) for f in early] == [(f.line, f.message) for f in late]
+    assert [f.line for f in early] == [12, 18, 24] and parsed == ["wrap.py"]
+    assert {f.confidence for f in early} == {Confidence.INFERENCE}
+    assert "raise in 'fail_wrapped()' of ckptlib/errors.py:4" in early[0].message
+    assert "'ensure_not_wrapped()' of ckptlib/guards.py:6" in early[2].message  # through the re-export
+    # without a project the rule sees only the file: nothing to follow
+    alone = engine.session_for_rules([RULE]).check_path(str(root / "ckptlib" / "wrap.py"))
+    assert alone.findings == []

@@ -159,3 +159,39 @@ def test_owner_aliases_and_returns():
     assert [ast.unparse(v) for v in SemanticModel.returns(_function(tree, "step"))] == ["'base'"]
     aliases = SemanticModel(ast.parse("from m import f as g\nh = g\nk = lambda: 1\nh = f2\n")).aliases()
     assert aliases == {"g": "f", "h": None, "k": None}
+
+
+def test_external_names_what_an_import_binds():
+    """``external``: the module and attribute chain a called name bound only by an import reaches;
+    nothing for names bound otherwise too (parameters, assignments, defs, two different imports)."""
+    tree = ast.parse(textwrap.dedent("""\
+        from pkg.util import helper
+        from ..ops import narrow_view as nv
+        import pkg.mod as m
+        import os.path
+        from a import twice
+        from b import twice
+        from c import rebound
+        rebound = 1
+
+
+        def f(t, param):
+            import inner.mod as im
+            return helper(t), nv(t), m.f(t), os.path.join(t), im.g(t), twice(t), rebound(t), param(t), self.x(t)
+
+
+        def g(helper):
+            return helper(1)
+        """))
+    model = SemanticModel(tree)
+    f, g = tree.body[-2], tree.body[-1]
+    calls = [n for n in ast.walk(f.body[-1]) if isinstance(n, ast.Call)]
+    got = {ast.unparse(c.func): model.external(c.func, f) for c in calls}
+    refs = {name: (ref.module, ref.level, ref.attrs) if ref else None for name, ref in got.items()}
+    assert refs == {
+        "helper": ("pkg.util", 0, ("helper",)), "nv": ("ops", 2, ("narrow_view",)), "m.f": ("pkg.mod", 0, ("f",)),
+        "os.path.join": ("os", 0, ("path", "join")), "im.g": ("inner.mod", 0, ("g",)), "twice": None,
+        "rebound": None, "param": None, "self.x": None,
+    }
+    assert model.external(next(n for n in ast.walk(g) if isinstance(n, ast.Call)).func, g) is None
+    assert model.module_import("helper").attrs == ("helper",) and model.module_import("rebound") is None

@@ -44,7 +44,33 @@ is walked once and whatever view it returns or yields is a view made by the call
 keep their positions (`local, pad = helper(t)` when the helper returns `(view, pad)`;
 `pair = (view, n)`), comprehensions keep their element (`[c.view(-1) for c in t.chunk(n)]`), and
 loops over `zip(...)`/`enumerate(...)` bind each target to its own iterable's item
-(`for p, shard in zip(params, flat.split(sizes))`). Helpers in other files are not followed.
+(`for p, shard in zip(params, flat.split(sizes))`).
+
+A helper of **another module of the project** counts the same way: a module-level function that an
+import binds the called name to (`from shardlib.views import local_shard`, `from . import views`
+then `views.local_shard(...)`, a re-export in a package's `__init__.py`); the project facts map the
+module to a file of the project (relative imports from the file's folder, absolute ones by their path
+inside the project; nothing when two files match or none does, e.g. an installed package), and that
+file's function is walked as a helper of its own file (its own imports, its own helpers, further
+imports followed). The rule reads the project facts only when such a helper's value reaches a store:
+the file is walked once with imported helpers as unknown values, and again, following them, only
+then (`helper_other_module_project`, `helper_other_module_project_ok`: helpers that detach, copy or
+make no view, an installed package, a shadowing local).
+
+**The wrapper holds the leaf state.** PyTorch's `DTensor` (`torch.distributed.tensor`) is a wrapper
+subclass: the wrapper, not its local tensor, holds the autograd leaf state that `param.is_leaf` and
+the optimizer read (hyper-parallel's own `DTensor` instead returns `self._local_tensor.is_leaf`). A
+store is not reported when both hold: an `isinstance(obj, DTensor)` with `DTensor` imported from
+`torch.distributed` must hold at the store (an enclosing `if` test, an `assert`, or an early-exit
+guard before it in the same function), and every view reaching the store has a **fresh base** that
+never required grad: a torch factory (`torch.empty/zeros/ones/full/arange/rand...`, `*_like`),
+`x.new_empty/new_zeros/new_ones/new_full` (no `requires_grad=`), a `clone()` in no-grad mode, views
+and pass-through calls of one, or a local every binding of which is one. Then `is_leaf` cannot
+raise or turn False, and the untracked view cannot fail when the local tensor is used (its base never
+required grad, so it carries no no-grad-view mark). A class of the project or another package, a
+base that is the parameter's own tensor (it may require grad), a base fresh on one path only, a
+`requires_grad=True` base, or no proof of the receiver's class keep the finding
+(`wrapper_leaf_fresh_base`, `wrapper_leaf_fresh_base_ok`).
 
 Only stores into a *parameter's* local tensor are the invariant. A gradient or a buffer is never an
 optimizer leaf, so a view of a flat reduce-scatter or buffer storage is how such DTensors are
@@ -63,6 +89,12 @@ base class, a static/class method, a nested function, a lambda, a property, a ge
 or list or a comprehension; looped with `zip`/`enumerate`; a tuple store; `setattr`. Near misses
 that stay clean: stores into gradients and buffers, helpers that detach or copy, a same-named method
 of an unrelated class, an attribute that is not a property of the file.
+
+**Evidence and confidence.** Every message ends with its evidence: which view op made the view and
+where (`made at line 12`, or `returned by '_shard()' (line 5 of this file)` / `returned by
+'local_shard()' of shardlib/views.py:7`), and whether it was made under no_grad. A view made by a
+helper of another module is `INFERENCE` and its fix unsafe whatever that helper's grad mode: the rule
+then assumes the name is bound at run time to the `def` the import shows.
 
 Confidence is `HIGH` when the view is created inside a no-grad region: `with torch.no_grad()`,
 `torch.inference_mode()` (not `inference_mode(False)`), `torch.set_grad_enabled(False)` (as a
@@ -184,12 +216,14 @@ called in a no-grad region that switches grad mode on itself is not seen.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from hp_invariants.astutil import dotted_name, last_name, names_in_target
+from hp_invariants.astutil import always_exits, dotted_name, last_name, names_in_target
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
 from hp_invariants.api import Option, Rule
+from hp_invariants.rules.shard_gate_facts import FUNCTION_FACTS, may_name_project_module
 
 #: ``ast.Match`` (Python 3.10+); on 3.9, where no match statement parses, nothing is one.
 _MATCH = getattr(ast, "Match", ())
@@ -216,6 +250,12 @@ PASS_METHODS = frozenset({
     "type_as",
 })
 CLEAN_METHODS = frozenset({"detach", "clone"})
+# Fresh allocations that do not require grad unless told to (``requires_grad=True``).
+FACTORY_FUNCS = frozenset({
+    "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like", "empty_strided",
+    "arange", "rand", "randn", "randint", "rand_like", "randn_like", "linspace", "eye",
+})
+FACTORY_METHODS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided"})
 CLEAN_ATTRS = frozenset({"data"})
 
 SUBSCRIPT_OP = "subscript"
@@ -242,6 +282,13 @@ class _Origin:
     # it is subscripted). ``nonparam``: the name holds a gradient or a buffer, not a parameter.
     items: tuple = ()
     fixed: bool = True
+    # ``fresh``: a view whose base is a fresh allocation that does not require grad (``torch.empty``,
+    # ``x.new_zeros``, a ``clone`` under no_grad, through views and pass-through calls); ``via``: the
+    # helper the view comes from, as evidence (``"'shard()' (line 3 of this file)"``), ``""`` when it is
+    # made in the walked scope. ``ext``: the value of a call of a helper imported from another module
+    # of the project, not looked into yet (``op``: its name).
+    fresh: bool = False
+    via: str = ""
 
 
 _EMPTY: frozenset = frozenset()
@@ -272,6 +319,7 @@ class _Sink:
     attr: str
     inline: set
     carried: set
+    receiver: ast.AST | None = None
 
 
 class LocalTensorViewNotDetached(Rule):
@@ -288,7 +336,7 @@ class LocalTensorViewNotDetached(Rule):
     codemod_command = "DetachLocalTensorViewCommand"
     summary = "An autograd view (.narrow(), slicing, ...) is bound to a DTensor's _local_tensor without .detach()"
     msg = ("'%s' view bound to '%s' without .detach(): the tensor stays an autograd view of its base, "
-           "so is_leaf raises or turns False once the base is written in place in grad mode")
+           "so is_leaf raises or turns False once the base is written in place in grad mode (evidence: %s)")
     description = (
         "Used when a view of another tensor (narrow, view, transpose, slicing, an element of split/"
         "chunk, ...) is stored into a DTensor's local-tensor attribute (default _local_tensor) "
@@ -304,6 +352,9 @@ class LocalTensorViewNotDetached(Rule):
     )
     prefilter = ("_local_tensor",)
     prefilter_option = "local-tensor-attrs"
+    project_facts = FUNCTION_FACTS  # read only for a helper imported from another module of the project
+    project_optional = True
+    project_on_demand = True
 
     def check(self, ctx) -> Iterator[Finding]:
         """Yield the findings of ``ctx``'s file (see the module docstring for the shapes)."""
@@ -313,7 +364,7 @@ class LocalTensorViewNotDetached(Rule):
         if not stores:
             return
         torch_aliases, imported, modules = _torch_imports(ctx.tree, ctx.nodes_of(ast.Import, ast.ImportFrom))
-        helpers = _Helpers(ctx.semantic, attrs, nograd_names, torch_aliases, imported, modules)
+        config = (attrs, nograd_names, torch_aliases, imported, modules)
         scopes: list[tuple[list[ast.stmt], bool, str | None]] = []
         for scope in stores:
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -322,15 +373,30 @@ class LocalTensorViewNotDetached(Rule):
                 scopes.append((scope, decorated, owner.name if isinstance(owner, ast.ClassDef) else None))
             else:
                 scopes.append((scope, False, None))
+        # first pass: a helper imported from another module of the project is an opaque value; only
+        # when one reaches a store is the pass run again with the project facts (which follow it)
+        helpers = _Helpers(ctx.semantic, *config, path=ctx.path, options=ctx.options)
+        sinks = self._sinks(scopes, config, helpers)
+        if helpers.asked and any(_has_ext(sink.inline | sink.carried) for sink in sinks):
+            project = (lambda: ctx.project_data(self)) if ctx.project is not None else (lambda: None)
+            helpers = _Helpers(ctx.semantic, *config, path=ctx.path, options=ctx.options, resolve=project)
+            sinks = self._sinks(scopes, config, helpers)
+        for sink in sinks:
+            finding = self._finding(ctx, sink)
+            if finding is not None:
+                yield finding
+
+    @staticmethod
+    def _sinks(scopes, config, helpers: "_Helpers") -> list[_Sink]:
+        """The stores of every scope with the origins reaching them, in source order."""
+        out: list[_Sink] = []
         for scope, nograd, owner in scopes:
-            body = scope.body
-            walker = _Walker(attrs, nograd_names, torch_aliases, imported, modules, helpers, owner,
-                             _local_names(scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else _EMPTY)
-            walker.block(body, {}, nograd)
-            for sink in sorted(walker.sinks.values(), key=lambda s: (s.node.lineno, s.node.col_offset)):
-                finding = self._finding(ctx, sink)
-                if finding is not None:
-                    yield finding
+            walker = _Walker(*config, helpers, owner,
+                             _local_names(scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else _EMPTY,
+                             scope=scope)
+            walker.block(scope.body, {}, nograd)
+            out.extend(sorted(walker.sinks.values(), key=lambda s: (s.node.lineno, s.node.col_offset)))
+        return out
 
     # ------------------------------------------------------------------ findings and fixes
     def _finding(self, ctx, sink: _Sink) -> Finding | None:
@@ -339,11 +405,14 @@ class LocalTensorViewNotDetached(Rule):
             return None
         # every field that can tell two origins apart: a helper call exports one origin per view op
         # of its body on the same anchor, and a tie left to set order named a different op each run
-        origins.sort(key=lambda o: (o.anchor.lineno, o.anchor.col_offset, o.kind, o.var, o.op, o.nograd))
+        origins.sort(key=lambda o: (o.anchor.lineno, o.anchor.col_offset, o.kind, o.var, o.op, o.nograd, o.fresh, o.via))
+        if all(o.kind == "view" and o.fresh for o in origins) and _proven_torch_dtensor(ctx, sink):
+            return None  # the wrapper holds the leaf state and the base never required grad
         inline = [o for o in origins if o in sink.inline]
         location = inline[0].anchor if inline and len(inline) == len(origins) and inline[0].kind == "view" else sink.node
         nograd = [o.nograd for o in origins]
-        confidence = Confidence.HIGH if any(nograd) else Confidence.INFERENCE
+        outside = any(o.via and not o.via.endswith("of this file)") for o in origins)
+        confidence = Confidence.HIGH if any(nograd) and not outside else Confidence.INFERENCE
         edits: list[Edit] = []
         complete = True
         for origin in origins:
@@ -354,9 +423,75 @@ class LocalTensorViewNotDetached(Rule):
                 edits.append(edit)
         fix = None
         if complete and edits:
-            applicability = Applicability.SAFE if all(nograd) else Applicability.UNSAFE
+            applicability = Applicability.SAFE if all(nograd) and not outside else Applicability.UNSAFE
             fix = ctx.make_fix(edits, "Append .detach() where the view is created", applicability)
-        return ctx.finding(self, location, args=(origins[0].op, sink.attr), confidence=confidence, fix=fix)
+        first = origins[0]
+        made = f"returned by {first.via}" if first.via else f"made at line {first.anchor.lineno}"
+        evidence = f"'{first.op}' view {made}" + (", under no_grad" if first.nograd else ", grad mode not known off")
+        if len(origins) > 1:
+            evidence += f", and {len(origins) - 1} more"
+        return ctx.finding(self, location, args=(first.op, sink.attr, evidence), confidence=confidence, fix=fix)
+
+
+def _proven_torch_dtensor(ctx, sink: _Sink) -> bool:
+    """True when the object whose local tensor ``sink`` stores is certainly PyTorch's ``DTensor`` (a
+    wrapper subclass: the wrapper, not its local tensor, holds the autograd leaf state that
+    ``param.is_leaf`` and the optimizer read): an ``isinstance(obj, DTensor)`` with ``DTensor`` imported
+    from ``torch.distributed`` that must hold at the store (an enclosing ``if`` test, an ``assert``
+    or an early-exit guard before it in the same function)."""
+    receiver = sink.receiver
+    if receiver is None:
+        return False
+    text = ctx.text_of(receiver)
+    scope = next((a for a in ctx.ancestors(sink.node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+
+    implies = _DTensorTest(ctx, scope, text).implied
+
+    child: ast.AST = sink.node
+    for anc in ctx.ancestors(sink.node):
+        if isinstance(anc, ast.If) and child is not anc.test and implies(anc.test, child in anc.body):
+            return True
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(anc, name, None)
+            if isinstance(block, list) and child in block:
+                for prev in block[: block.index(child)]:
+                    if isinstance(prev, ast.Assert) and implies(prev.test, True):
+                        return True
+                    if isinstance(prev, ast.If) and always_exits(prev.body) and not prev.orelse \
+                            and implies(prev.test, False):
+                        return True
+        if anc is scope:
+            break
+        child = anc
+    return False
+
+
+class _DTensorTest:
+    """``implied(test, truth)``: ``test`` being ``truth`` implies ``isinstance(<text>, DTensor)`` with
+    PyTorch's ``DTensor`` (an import from ``torch.distributed``). A class, not nested functions: a
+    closure that calls itself is a reference cycle per call."""
+
+    def __init__(self, ctx, scope: ast.AST | None, text: str):
+        self.ctx, self.scope, self.text = ctx, scope, text
+
+    def torch_dtensor(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Tuple):
+            return bool(node.elts) and all(self.torch_dtensor(e) for e in node.elts)
+        ref = self.ctx.semantic.external(node, self.scope)
+        if ref is None or not ref.attrs or ref.level:
+            return False
+        return ".".join((ref.module, *ref.attrs)).startswith("torch.distributed.") and ref.attrs[-1] == "DTensor"
+
+    def implied(self, test: ast.AST, truth: bool) -> bool:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.implied(test.operand, not truth)
+        if isinstance(test, ast.BoolOp):
+            if isinstance(test.op, ast.And) == truth:
+                return any(self.implied(v, truth) for v in test.values)
+            return all(self.implied(v, truth) for v in test.values)
+        return (truth and isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords
+                and self.ctx.text_of(test.args[0]) == self.text and self.torch_dtensor(test.args[1]))
 
 
 def _edit_for(ctx, origin: _Origin) -> Edit | None:
@@ -529,7 +664,9 @@ class _Walker:
 
     def __init__(self, attrs: frozenset, nograd_names: frozenset, torch_aliases: frozenset, imported: dict,
                  modules: frozenset = frozenset(), helpers: "_Helpers | None" = None, owner: str | None = None,
-                 local_names: frozenset = frozenset()):
+                 local_names: frozenset = frozenset(), scope: ast.AST | None = None):
+        self.scope = scope  # the function (or module) walked: its bindings decide a base's freshness
+        self._bindings: dict[str, list[ast.AST | None]] | None = None
         self.attrs = attrs
         self.modules = modules | torch_aliases
         self.nograd_names = nograd_names
@@ -684,7 +821,7 @@ class _Walker:
                 new.pop(target.id, None)
         elif isinstance(target, ast.Attribute):
             if target.attr in self.attrs and not self.nonparam(target.value, state):
-                self.record(stmt, target.attr, value)
+                self.record(stmt, target.attr, value, target.value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
             if (isinstance(value_node, (ast.Tuple, ast.List)) and not starred
@@ -776,9 +913,9 @@ class _Walker:
             return expr.func.attr == "get_buffer"
         return False
 
-    def record(self, node: ast.AST, attr: str, value: _Value) -> None:
+    def record(self, node: ast.AST, attr: str, value: _Value, receiver: ast.AST | None = None) -> None:
         key = (id(node), attr)
-        sink = self.sinks.setdefault(key, _Sink(node, attr, set(), set()))
+        sink = self.sinks.setdefault(key, _Sink(node, attr, set(), set(), receiver))
         sink.inline.update(value.inline)
         sink.carried.update(value.carried)
 
@@ -792,7 +929,7 @@ class _Walker:
                 continue
             attr = node.args[1]
             if isinstance(attr, ast.Constant) and attr.value in self.attrs and not self.nonparam(node.args[0], state):
-                self.record(node, attr.value, self.ev(node.args[2], state, nograd))
+                self.record(node, attr.value, self.ev(node.args[2], state, nograd), node.args[0])
 
     # ------------------------------------------------------------------ expressions
     def ev(self, expr: ast.AST, state: dict, nograd: bool) -> _Value:
@@ -812,12 +949,13 @@ class _Walker:
             if expr.attr in CLEAN_ATTRS:
                 return _Value()
             if expr.attr in VIEW_ATTRS:
-                return self.view(expr, expr.attr, self.ev(expr.value, state, nograd), nograd)
+                return self.view(expr, expr.attr, self.ev(expr.value, state, nograd), nograd, expr.value)
             if self.helpers is not None and isinstance(expr.value, ast.Name) and expr.value.id in ("self", "cls") \
                     and self.owner is not None:
-                found = self.helpers.summaries(self.helpers.member(self.owner, expr.attr, prop=True, dispatch=True))
+                members = self.helpers.member(self.owner, expr.attr, prop=True, dispatch=True)
+                found = self.helpers.summaries(members)
                 if found is not None:
-                    return _Value(inline=_export(found, expr, nograd))
+                    return _Value(inline=_export(found, expr, nograd, self.helpers.where(members[0][0])))
             if _grad_or_buffer_name(expr.attr):
                 return _Value(carried=_NONPARAM)  # p.grad, self.flat_buffer: not a parameter
             return _Value()
@@ -851,7 +989,8 @@ class _Walker:
         if isinstance(func, ast.Name) and function_op is None:
             local = [o for o in state.get(func.id, _EMPTY) if o.kind == "func"]
             if local and self.helpers is not None:
-                return _Value(inline=_export(self.helpers.summary(local[0].anchor, self.owner), call, nograd))
+                return _Value(inline=_export(self.helpers.summary(local[0].anchor, self.owner), call, nograd,
+                                             self.helpers.where(local[0].anchor)))
             if func.id in ITER_PASS and len(call.args) == 1 and func.id not in state:
                 value = self.ev(call.args[0], state, nograd)
                 if func.id in ("list", "tuple"):
@@ -860,24 +999,28 @@ class _Walker:
                 return _Value(inline=frozenset({_Origin("coll", "", call, nograd, items=(items,), fixed=False)})
                               if items else _EMPTY)
             if self.helpers is not None and func.id not in state and func.id not in self.local_names:
-                found = self.helpers.summaries([(target, None) for target in self.helpers.function(func.id)])
+                targets = self.helpers.function(func.id)
+                found = self.helpers.summaries([(target, None) for target in targets])
                 if found is not None:
-                    return _Value(inline=_export(found, call, nograd))
+                    return _Value(inline=_export(found, call, nograd, self.helpers.where(targets[0])))
+                found = self.helpers.external(call, self.scope, nograd)
+                if found is not None:
+                    return _Value(inline=found)
         if (self.helpers is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id not in state):
             receiver_is_self = func.value.id in ("self", "cls")
             owner = self.owner if receiver_is_self else func.value.id
             if owner is not None:
-                found = self.helpers.summaries(self.helpers.member(owner, func.attr, prop=False,
-                                                                   dispatch=receiver_is_self))
+                members = self.helpers.member(owner, func.attr, prop=False, dispatch=receiver_is_self)
+                found = self.helpers.summaries(members)
                 if found is not None:
-                    return _Value(inline=_export(found, call, nograd))
+                    return _Value(inline=_export(found, call, nograd, self.helpers.where(members[0][0])))
         if function_op is not None:
             if not call.args or isinstance(call.args[0], ast.Starred):
                 return _Value()
             receiver = self.ev(call.args[0], state, nograd)
             if function_op in VIEW_FUNCS or (len(name.split(".")) == 3 and function_op in VIEW_METHODS):
-                return self.view(call, function_op, receiver, nograd)
+                return self.view(call, function_op, receiver, nograd, call.args[0])
             if function_op in SEQ_FUNCS:
                 return _Value(inline=frozenset({_Origin("seq", function_op, call, nograd)}))
             if function_op in PASS_METHODS:
@@ -887,12 +1030,13 @@ class _Walker:
             return _Value()
         receiver_name = dotted_name(func.value)
         if receiver_name is not None and receiver_name.split(".")[0] in self.modules:
-            return _Value()  # a module function (F.unfold, np.split), not a tensor method
+            found = self.helpers.external(call, self.scope, nograd) if self.helpers is not None else None
+            return _Value(inline=found) if found is not None else _Value()  # a module function (F.unfold, np.split)
         method = func.attr
         if method in CLEAN_METHODS:
             return _Value()
         if method in VIEW_METHODS:
-            return self.view(call, method, self.ev(func.value, state, nograd), nograd)
+            return self.view(call, method, self.ev(func.value, state, nograd), nograd, func.value)
         if method in SEQ_METHODS:
             return _Value(inline=frozenset({_Origin("seq", method, call, nograd)}))
         if method in PASS_METHODS or (method.endswith("_") and not method.startswith("_") and method != "detach_"):
@@ -921,7 +1065,7 @@ class _Walker:
             items = _items(colls, index)
             if isinstance(expr.slice, ast.Slice):
                 return _Value(inline=frozenset({_Origin("coll", "", expr, nograd, items=(items,), fixed=False)}))
-            inline = frozenset(_Origin("view", o.op, expr, o.nograd or nograd) for o in items if o.kind == "elem")
+            inline = frozenset(_Origin("view", o.op, expr, o.nograd or nograd, via=o.via) for o in items if o.kind == "elem")
             return _Value(inline=inline, carried=frozenset(o for o in items if o.kind != "elem"))
         seqs = [o for o in receiver.all() if o.kind == "seq"]
         if seqs:
@@ -930,7 +1074,7 @@ class _Walker:
             return _Value(inline=frozenset({_Origin("view", seqs[0].op, expr, nograd)}))
         kind = _index_kind(expr.slice)
         if kind == "view" or (kind == "int" and self.is_tensor(expr.value, receiver)):
-            return self.view(expr, SUBSCRIPT_OP, receiver, nograd)
+            return self.view(expr, SUBSCRIPT_OP, receiver, nograd, expr.value)
         return _Value()
 
     def is_tensor(self, node: ast.AST, value: _Value) -> bool:
@@ -947,27 +1091,95 @@ class _Walker:
                 return True
         return False
 
-    @staticmethod
-    def view(node: ast.AST, op: str, receiver: _Value, nograd: bool) -> _Value:
-        """A new view made at ``node``; a chain keeps the innermost view op's name, anchored outermost."""
+    def view(self, node: ast.AST, op: str, receiver: _Value, nograd: bool, base: ast.AST | None = None) -> _Value:
+        """A new view made at ``node`` of the expression ``base``; a chain keeps the innermost view
+        op's name, anchored outermost (and the innermost base's freshness)."""
         inner = sorted((o for o in receiver.inline if o.kind == "view"),
                        key=lambda o: (o.anchor.lineno, o.anchor.col_offset))
         if inner:
-            op, nograd = inner[0].op, inner[0].nograd
-        return _Value(inline=frozenset({_Origin("view", op, node, nograd)}))
+            return _Value(inline=frozenset({_Origin("view", inner[0].op, node, inner[0].nograd, fresh=inner[0].fresh)}))
+        fresh = base is not None and self.fresh(base, nograd)
+        return _Value(inline=frozenset({_Origin("view", op, node, nograd, fresh=fresh)}))
 
     @staticmethod
     def passthrough(node: ast.AST, receiver: _Value) -> _Value:
         """``node`` may return its receiver: views made in this expression are re-anchored at it."""
         inline = frozenset(
-            _Origin(o.kind, o.op, node, o.nograd, o.var) if o.kind == "view" else o for o in receiver.inline
+            dataclasses.replace(o, anchor=node) if o.kind == "view" else o for o in receiver.inline
         )
         return _Value(inline=inline, carried=receiver.carried)
+
+    # ------------------------------------------------------------------ fresh bases
+    def fresh(self, expr: ast.AST, nograd: bool, depth: int = 0) -> bool:
+        """True when ``expr`` is certainly a fresh allocation that does not require grad: a torch
+        factory (``torch.empty/zeros/ones/full/...``, ``*_like``), ``x.new_empty/new_zeros/...``
+        without ``requires_grad=``, a ``clone()`` in no-grad mode, views and pass-through calls of
+        one, or a local of the walked function every binding of which is one (not a parameter)."""
+        if depth > 6:
+            return False
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if any(k.arg == "requires_grad" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+                   for k in expr.keywords) or any(k.arg is None for k in expr.keywords):
+                return False
+            name = dotted_name(func)
+            if name is not None:
+                parts = name.split(".")
+                if parts[0] in self.torch_aliases and len(parts) == 2 and parts[1] in FACTORY_FUNCS:
+                    return True
+            if isinstance(func, ast.Attribute):
+                if func.attr in FACTORY_METHODS:
+                    return True
+                if func.attr == "clone":
+                    return nograd
+                if func.attr in PASS_METHODS or func.attr in VIEW_METHODS or func.attr == "detach":
+                    return self.fresh(func.value, nograd, depth + 1)
+            return False
+        if isinstance(expr, ast.Subscript):
+            return self.fresh(expr.value, nograd, depth + 1)
+        if isinstance(expr, ast.Attribute) and expr.attr in VIEW_ATTRS:
+            return self.fresh(expr.value, nograd, depth + 1)
+        if isinstance(expr, ast.Name):
+            values = self.bindings().get(expr.id)
+            return bool(values) and all(v is not None and self.fresh(v, nograd, depth + 1) for v in values)
+        return False
+
+    def bindings(self) -> dict[str, list[ast.AST | None]]:
+        """``name -> values`` of the walked scope's bindings (``None``: a parameter, an unpacking, a
+        loop target or any binding that is not a plain ``name = value``); nested scopes left out."""
+        if self._bindings is None:
+            table: dict[str, list[ast.AST | None]] = {}
+            scope = self.scope
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                args = scope.args
+                for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                    if arg is not None:
+                        table.setdefault(arg.arg, []).append(None)
+            stack = list(getattr(scope, "body", []) if not isinstance(scope, ast.Lambda) else [])
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                    if not isinstance(node, ast.Lambda):
+                        table.setdefault(node.name, []).append(None)
+                    continue
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    table.setdefault(node.targets[0].id, []).append(node.value)
+                    stack.append(node.value)
+                    continue
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                    table.setdefault(node.target.id, []).append(node.value)
+                    stack.append(node.value)
+                    continue
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    table.setdefault(node.id, []).append(None)
+                stack.extend(ast.iter_child_nodes(node))
+            self._bindings = table
+        return self._bindings
 
 
 # ---------------------------------------------------------------------- values of collections and helpers
 ITER_PASS = frozenset({"list", "tuple", "reversed", "sorted", "iter"})
-_KEPT = frozenset({"view", "seq", "unpack", "coll", "nonparam"})
+_KEPT = frozenset({"view", "seq", "unpack", "coll", "nonparam", "ext"})
 # Name tokens of a gradient or a buffer (``grad``, ``main_grad``, ``sharded_grad``, ``flat_buffer``).
 _GRAD_OR_BUFFER = frozenset({"grad", "grads", "gradient", "gradients", "buf", "bufs", "buffer", "buffers"})
 _PARAM_TOKENS = frozenset({"param", "params", "parameter", "parameters", "weight", "weights"})
@@ -992,7 +1204,9 @@ def _items(origins: Iterable[_Origin], index: int | None) -> frozenset:
     out: set = set()
     for o in origins:
         if o.kind == "seq":
-            out.add(_Origin("elem", o.op, o.anchor, o.nograd))
+            out.add(_Origin("elem", o.op, o.anchor, o.nograd, via=o.via))
+        elif o.kind == "ext":
+            out.add(o)  # an element of an unknown value: unknown too
         elif o.kind == "coll":
             if o.fixed and index is not None and -len(o.items) <= index < len(o.items):
                 out |= o.items[index]
@@ -1007,7 +1221,7 @@ def _items(origins: Iterable[_Origin], index: int | None) -> frozenset:
 def _bound(origins: Iterable[_Origin], stmt: ast.AST, var: str, nograd: bool) -> frozenset:
     """Origins of ``var`` bound by unpacking or looping in ``stmt``: an ``elem`` becomes ``unpack``."""
     return frozenset(
-        _Origin("unpack", o.op, stmt, o.nograd or nograd, var) if o.kind == "elem" else o
+        _Origin("unpack", o.op, stmt, o.nograd or nograd, var, via=o.via) if o.kind == "elem" else o
         for o in origins if o.kind == "elem" or o.kind in _KEPT
     )
 
@@ -1022,19 +1236,22 @@ def _flatten(shape, anchor: ast.AST, nograd: bool) -> frozenset:
     return frozenset({_Origin("coll", "", anchor, nograd, items=items)})
 
 
-def _export_item(o: _Origin, anchor: ast.AST, nograd: bool) -> _Origin | None:
+def _export_item(o: _Origin, anchor: ast.AST, nograd: bool, via: str = "") -> _Origin | None:
     if o.kind in ("view", "unpack", "elem"):
-        return _Origin("elem", o.op, anchor, o.nograd or nograd)
+        return _Origin("elem", o.op, anchor, o.nograd or nograd, via=via or o.via)
     if o.kind == "seq":
-        return _Origin("seq", o.op, anchor, o.nograd or nograd)
+        return _Origin("seq", o.op, anchor, o.nograd or nograd, via=via or o.via)
     if o.kind == "coll":
-        items = tuple(frozenset(filter(None, (_export_item(x, anchor, nograd) for x in item))) for item in o.items)
+        items = tuple(frozenset(filter(None, (_export_item(x, anchor, nograd, via) for x in item))) for item in o.items)
         return _Origin("coll", "", anchor, o.nograd or nograd, items=items, fixed=o.fixed)
+    if o.kind == "ext":
+        return o
     return None
 
 
-def _export(origins: Iterable[_Origin], anchor: ast.AST, nograd: bool) -> frozenset:
-    """A helper's returned origins seen at its call ``anchor`` (run under the caller's ``nograd``).
+def _export(origins: Iterable[_Origin], anchor: ast.AST, nograd: bool, via: str = "") -> frozenset:
+    """A helper's returned origins seen at its call ``anchor`` (run under the caller's ``nograd``;
+    ``via``: the helper, as evidence).
 
     A returned view becomes a view made by the call (fix: ``helper(...).detach()``); a returned
     tuple keeps its positions, its views become ``elem`` markers (detached where they are unpacked).
@@ -1042,12 +1259,17 @@ def _export(origins: Iterable[_Origin], anchor: ast.AST, nograd: bool) -> frozen
     out = set()
     for o in origins:
         if o.kind in ("view", "unpack", "elem"):
-            out.add(_Origin("view", o.op, anchor, o.nograd or nograd))
+            out.add(_Origin("view", o.op, anchor, o.nograd or nograd, via=via or o.via))
         else:
-            exported = _export_item(o, anchor, nograd)
+            exported = _export_item(o, anchor, nograd, via)
             if exported is not None:
                 out.add(exported)
     return frozenset(out)
+
+
+def _has_ext(origins: Iterable[_Origin]) -> bool:
+    """True when ``origins`` hold the value of an imported helper not looked into (``ext``)."""
+    return any(o.kind == "ext" or (o.kind == "coll" and any(_has_ext(item) for item in o.items)) for o in origins)
 
 
 def _const_index(index: ast.AST) -> int | None:
@@ -1074,11 +1296,60 @@ class _Helpers:
     Built lazily: a file whose stores call no helper pays nothing.
     """
 
-    def __init__(self, model, *config):
+    def __init__(self, model, *config, path: str = "", options: dict | None = None, resolve=None,
+                 label: str | None = None):
         self.model = model
         self.config = config
         self._summaries: dict[int, frozenset] = {}
         self._depth = 0
+        # helpers imported from other modules of the project: ``resolve`` is ``None`` in the first
+        # pass (their values are ``ext`` origins, the project is not read), else a callable giving the
+        # project facts (``ShardGateIndex`` or ``None``); ``label``: this file's path relative to the
+        # project root when it is not the checked file
+        self.path = path
+        self.options = options if options is not None else {}
+        self.resolve = resolve
+        self.label = label
+        self.asked = False
+        self._others: dict[str, _Helpers] = {}
+        self.chain = 0  # how many imports away from the checked file this file was reached
+
+    def where(self, func: ast.AST) -> str:
+        """How evidence names the helper ``func`` of this file."""
+        name = getattr(func, "name", "<lambda>")
+        if self.label is None:
+            return f"'{name}()' (line {func.lineno} of this file)"
+        return f"'{name}()' of {self.label}:{func.lineno}"
+
+    def external(self, call: ast.Call, scope: ast.AST | None, nograd: bool) -> frozenset | None:
+        """The origins the value of ``call`` has at the call when it runs a module-level function of
+        another module of the project that an import binds (the project facts map the import to the
+        file; that file is parsed once and its function summarized as a helper of its own file), else
+        ``None``. In the first pass the value is an ``ext`` origin and nothing is read."""
+        where = scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        ref = self.model.external(call.func, where)
+        if ref is None or not ref.attrs or not may_name_project_module(ref, self.path) or self.chain >= 4:
+            return None
+        if self.resolve is None:
+            self.asked = True
+            return frozenset({_Origin("ext", ref.attrs[-1], call, False)})
+        index = self.resolve()
+        if index is None:
+            return None
+        found = index.external_definitions(ref, self.path, self.options)
+        if found is None:
+            return None
+        octx, defs = found
+        other = self._others.get(octx.path)
+        if other is None:
+            attrs, nograd_names = self.config[0], self.config[1]
+            torch_aliases, imported, modules = _torch_imports(octx.tree, octx.nodes_of(ast.Import, ast.ImportFrom))
+            other = self._others[octx.path] = _Helpers(octx.semantic, attrs, nograd_names, torch_aliases, imported,
+                                                       modules, path=octx.path, options=self.options,
+                                                       resolve=lambda: index, label=index.relative(octx.path))
+            other._depth, other.chain = self._depth, self.chain + 1
+        summary = other.summaries([(d, None) for d in defs])
+        return _export(summary or _EMPTY, call, nograd, other.where(defs[0]))
 
     def function(self, name: str) -> list[ast.AST]:
         """The module-level ``def`` statements ``name`` denotes (``[]`` when it is bound otherwise)."""
@@ -1113,7 +1384,7 @@ class _Helpers:
             return _EMPTY
         nograd_names = self.config[1]
         nograd = any(_is_nograd_ctx(d, nograd_names) is True for d in getattr(func, "decorator_list", ()))
-        walker = _Walker(*self.config, helpers=self, owner=owner, local_names=_local_names(func))
+        walker = _Walker(*self.config, helpers=self, owner=owner, local_names=_local_names(func), scope=func)
         walker.returns, walker.yields = [], []
         self._depth += 1
         try:

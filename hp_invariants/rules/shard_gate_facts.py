@@ -1,4 +1,12 @@
-"""Project-wide facts of E9502 (``shard-gated-reset``): gates and must-run helpers of every file.
+"""The project's function facts: what the functions of every file return and always call (E9502's
+gates and must-run helpers), and where each module of the project is (E9501 and E9504 open the file
+an imported helper is defined in, on demand).
+
+One layer for the three rules that follow helpers across files: E9502 reads the summaries below;
+E9501 and E9504 resolve a call they cannot resolve in the file (a helper imported from another
+module of the project) with :meth:`ShardGateIndex.external_definitions`, which maps the import
+(:meth:`hp_invariants.semantic.SemanticModel.external`) to a file of the project and parses that file
+once (a small per-project cache), so that the same analysis as for a helper of the file runs on it.
 
 E9502 needs to know, for a name used at a call site in one file, what a function, ``@property`` or
 instance attribute of that name defined in *another* file of the project evaluates to (is it a
@@ -24,12 +32,13 @@ from __future__ import annotations
 import ast
 import os
 import sys
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Tuple, Union
 
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, dotted_name, last_name, walk_function_body
-from hp_invariants.api import KeyedTable, ListTable, ProjectFacts
-from hp_invariants.semantic import is_property
+from hp_invariants.api import FileContext, KeyedTable, ListTable, ProjectFacts
+from hp_invariants.semantic import ExternalRef, is_property
 
 UNKNOWN = ("?",)
 _OPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
@@ -217,14 +226,31 @@ def expression_calls(node: ast.AST, out: set[str]) -> None:
                     push(value)
 
 
+_FALLS, _EXITS, _RAISES = 0, 1, 2
+"""How a block ends (:func:`_block_calls`): it runs to its end, it may leave by ``return``/``break``/
+``continue``, or every path through it raises."""
+
+
 def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
     """Add to ``out`` the names called on every normal path through ``stmts``; return False when the
-    block stops being unconditional (a possible exit was met), True when it ran to its end.
+    block stops being unconditional (a possible exit was met, or every path raises), True when it
+    ran to its end.
 
-    ``for`` bodies count (the step runs for every element), ``while`` bodies, ``except`` handlers and
-    ``match`` cases do not; an ``if`` contributes the calls both branches make, and a branch that may
-    exit ends the unconditional part.
+    A normal path is one that does not raise: a branch that always raises (``if not valid: raise
+    ValueError(...)``, a guard on invalid input) is no path of a normal return, so what the other
+    branch calls, and what follows, is still called on every normal path. ``for`` bodies count (the
+    step runs for every element), ``while`` bodies, ``except`` handlers and ``match`` cases do not;
+    an ``if`` contributes the calls both branches make (or those of the one branch that does not
+    always raise), and a branch that may exit ends the unconditional part. A raise inside a ``try``
+    or a ``with`` may be caught or suppressed there: it ends the unconditional part like an exit.
     """
+    return _block_calls(stmts, out) == _FALLS
+
+
+def _block_calls(stmts: list[ast.stmt], out: set[str], caught: bool = False) -> int:
+    """:func:`unconditional_calls` with how the block ends (``_FALLS``, ``_EXITS``, ``_RAISES``);
+    ``caught``: inside a ``try`` body or a ``with`` block of the function, where a raise may be caught
+    or suppressed and execution go on normally (a raise there counts as an exit)."""
     for stmt in stmts:
         cls = stmt.__class__
         if cls not in _CONTROL:  # a simple statement: its expressions are evaluated in order
@@ -233,34 +259,45 @@ def unconditional_calls(stmts: list[ast.stmt], out: set[str]) -> bool:
             expression_calls(stmt.test, out)
             body: set[str] = set()
             other: set[str] = set()
-            body_done = unconditional_calls(stmt.body, body)
-            other_done = unconditional_calls(stmt.orelse, other)
-            out |= body & other
-            if not (body_done and other_done):
-                return False
+            body_end = _block_calls(stmt.body, body, caught)
+            other_end = _block_calls(stmt.orelse, other, caught)
+            if body_end == _RAISES and other_end == _RAISES:
+                return _RAISES
+            if body_end == _RAISES:
+                out |= other
+                end = other_end
+            elif other_end == _RAISES:
+                out |= body
+                end = body_end
+            else:
+                out |= body & other
+                end = _FALLS if body_end == other_end == _FALLS else _EXITS
+            if end != _FALLS:
+                return end
         elif cls is ast.For or cls is ast.AsyncFor:
             expression_calls(stmt.iter, out)
-            unconditional_calls(stmt.body, out)
+            _block_calls(stmt.body, out, caught)
         elif cls is ast.While:
             expression_calls(stmt.test, out)
         elif cls is ast.With or cls is ast.AsyncWith:
             for item in stmt.items:
                 expression_calls(item.context_expr, out)
-            if not unconditional_calls(stmt.body, out):
-                return False
+            if _block_calls(stmt.body, out, True) != _FALLS:
+                return _EXITS
         elif cls in _TRIES:
-            if not unconditional_calls(stmt.body, out):
-                unconditional_calls(stmt.finalbody, out)
-                return False
-            if not unconditional_calls(stmt.orelse, out) or not unconditional_calls(stmt.finalbody, out):
-                return False
+            if _block_calls(stmt.body, out, True) != _FALLS:
+                _block_calls(stmt.finalbody, out, caught)
+                return _EXITS
+            ends = (_block_calls(stmt.orelse, out, caught), _block_calls(stmt.finalbody, out, caught))
+            if ends != (_FALLS, _FALLS):
+                return _EXITS
         elif cls in _EXIT_KINDS:
             value = getattr(stmt, "value", None) or getattr(stmt, "exc", None)
             if value is not None:
                 expression_calls(value, out)
-            return False
+            return _RAISES if cls is ast.Raise and not caught else _EXITS
         # a nested def or class, or a match statement: nothing
-    return True
+    return _FALLS
 
 
 # ---------------------------------------------------------------------- returns and aliases
@@ -385,6 +422,17 @@ def _store(target: ast.AST, value: ast.AST | None, attr_values: list, attr_other
                 attr_other.add(_intern(sub.attr))
 
 
+def may_name_project_module(ref: ExternalRef, path: str) -> bool:
+    """A cheap test before the project facts are read: the import ``ref`` of the file ``path`` is
+    relative, or its top-level package is named like a folder ``path`` is in (``megatron.bridge`` from
+    ``.../src/megatron/bridge/x.py``); ``torch``, ``functools`` ... are not, so a call of theirs never
+    makes a rule read the project facts."""
+    if ref.level:
+        return True
+    top = (ref.module or "").split(".")[0]
+    return bool(top) and top in os.path.dirname(os.path.abspath(path)).split(os.sep)
+
+
 class ShardGateIndex:
     """Every file's :class:`FileFacts` of one project, by name (what E9502 reads at check time).
 
@@ -397,7 +445,9 @@ class ShardGateIndex:
     with the same ``get``/``[]`` answers.
     """
 
-    def __init__(self, paths: Iterable[str], summaries: Iterable[FileFacts], digests: Iterable[bytes] = ()):
+    def __init__(self, paths: Iterable[str], summaries: Iterable[FileFacts], digests: Iterable[bytes] = (),
+                 root: str = ""):
+        self.root = str(root)
         self.paths = list(paths)
         self.file_no = {path: i for i, path in enumerate(self.paths)}
         self.digests = list(digests)
@@ -438,7 +488,7 @@ class ShardGateIndex:
     def to_parts(self) -> dict[str, Any]:
         """This index as the parts :attr:`ShardGateFacts.built_parts` declares (:meth:`from_parts`
         reads them back)."""
-        return {"paths": self.paths, "digests": self.digests, "files": list(self.files), "functions": self.functions,
+        return {"root": self.root, "paths": self.paths, "digests": self.digests, "files": list(self.files), "functions": self.functions,
                 "callers": self.callers(), "attr_values": self.attr_values, "attr_other": self.attr_other}
 
     @classmethod
@@ -447,6 +497,7 @@ class ShardGateIndex:
         tables are read entry by entry, when first asked for); raises ``ValueError`` when the lists
         do not have one entry per file."""
         index = cls.__new__(cls)
+        index.root = parts["root"]
         index.paths = parts["paths"]
         index.file_no = {path: i for i, path in enumerate(index.paths)}
         index.digests = parts["digests"]
@@ -459,6 +510,94 @@ class ShardGateIndex:
         index._callers = parts["callers"]
         index.memo = {}
         return index
+
+    # ------------------------------------------------------------------ other files, on demand
+    _OPEN_FILES = 16
+    """At most this many other files' trees are kept per project (least recently used dropped)."""
+
+    def module_path(self, module: str, level: int, from_path: str) -> str | None:
+        """The file of the project that the module ``module`` (dotted; relative to the folder of
+        ``from_path`` when ``level`` > 0, as Python resolves ``from ..m import f``) is: ``a/b.py`` or
+        ``a/b/__init__.py``; ``None`` when the project has no such file, or several (two folders of
+        the project both hold an ``a/b.py``: which one is imported depends on ``sys.path``)."""
+        parts = [p for p in module.split(".") if p]
+        key = ("module", module, level, os.path.dirname(os.path.abspath(from_path)) if level else "")
+        if key in self.memo:
+            return self.memo[key]
+        found: str | None = None
+        if level:
+            base = os.path.dirname(os.path.abspath(from_path))
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            stem = os.path.join(base, *parts)
+            candidates = (stem + ".py", os.path.join(stem, "__init__.py")) if parts else (os.path.join(base, "__init__.py"),)
+            hits = [c for c in candidates if self.file_index(c) is not None]
+            found = hits[0] if len(hits) == 1 else None
+        elif parts:
+            tails = (os.sep + os.path.join(*parts) + ".py", os.sep + os.path.join(*parts, "__init__.py"))
+            hits = [p for p in self.paths if p.endswith(tails)]
+            found = os.path.abspath(hits[0]) if len(hits) == 1 else None
+        self.memo[key] = found
+        return found
+
+    def open_file(self, path: str, options: dict[str, Any]) -> FileContext | None:
+        """A :class:`~hp_invariants.api.FileContext` of the project file ``path`` (read and parsed
+        once, kept among the last few opened), with ``options``; ``None`` when it cannot be read,
+        decoded or parsed."""
+        from collections import OrderedDict  # noqa: PLC0415
+        import warnings  # noqa: PLC0415
+
+        from hp_invariants.source import SourceFile, read_source_bytes  # noqa: PLC0415
+
+        opened = self.memo.setdefault("open", OrderedDict())
+        key = os.path.abspath(path)
+        if key in opened:
+            opened.move_to_end(key)
+            ctx = opened[key]
+        else:
+            try:
+                raw, _ = read_source_bytes(key, 8 * 1024 * 1024)
+                source = SourceFile.from_bytes(key, raw)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(source.text, filename=key)
+            except (OSError, ValueError, SyntaxError, RecursionError, MemoryError):
+                ctx = None
+            else:
+                ctx = FileContext(source, tree)
+            opened[key] = ctx
+            while len(opened) > self._OPEN_FILES:
+                opened.popitem(last=False)
+        if ctx is not None:
+            ctx.options = options
+        return ctx
+
+    def external_definitions(self, ref: ExternalRef, from_path: str, options: dict[str, Any],
+                             depth: int = 0) -> tuple[FileContext, list[ast.AST]] | None:
+        """The module-level ``def`` statements an import reaches (``ref``, of the file ``from_path``),
+        with the context of their file: the module named by ``ref`` and the leading names of its
+        attribute chain, then the last name defined there (complete: nothing else binds it at module
+        level), or re-exported there by another import (followed, at most 4 deep); ``None`` when the
+        module is not a file of the project, or the name is not a function defined in it."""
+        if not ref.attrs or depth > 4:
+            return None
+        module = ".".join(p for p in (ref.module, *ref.attrs[:-1]) if p)
+        path = self.module_path(module, ref.level, from_path) if module or ref.level else None
+        ctx = self.open_file(path, options) if path is not None else None
+        if ctx is None:
+            return None
+        name = ref.attrs[-1]
+        resolution = ctx.semantic.module_definitions(name)
+        if resolution.complete and resolution.candidates:
+            return ctx, list(resolution.candidates)
+        again = ctx.semantic.module_import(name)
+        if again is not None:
+            return self.external_definitions(again, ctx.path, options, depth + 1)
+        return None
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the project root (for messages)."""
+        return os.path.relpath(os.path.abspath(path), self.root) if self.root else path
 
     def callers(self) -> dict[str, list[str]]:
         """``callee -> names of the functions that call it on every normal path`` (a name once per
@@ -492,10 +631,10 @@ class ShardGateFacts(ProjectFacts):
     def build(self, root: Path, paths: list[str], summaries: list[Any], digests: list[bytes]) -> ShardGateIndex:
         """Return the :class:`ShardGateIndex` of the project's files."""
         return ShardGateIndex(paths, (s if isinstance(s, (tuple, list)) and len(s) == 3 else EMPTY
-                                      for s in summaries), digests)
+                                      for s in summaries), digests, str(root))
 
     built_parts = {
-        "paths": list[str], "digests": list[bytes],
+        "root": str, "paths": list[str], "digests": list[bytes],
         "files": ListTable[FileFacts],
         "functions": KeyedTable[list[tuple[int, FunctionFact]]],
         "callers": KeyedTable[list[str]],
@@ -510,3 +649,29 @@ class ShardGateFacts(ProjectFacts):
     def restore(self, parts: dict[str, Any], rebuild: Callable[[], ShardGateIndex]) -> ShardGateIndex:
         """Return the index from its stored parts (:meth:`ShardGateIndex.from_parts`)."""
         return ShardGateIndex.from_parts(parts)
+
+
+BUILT: "weakref.WeakSet[ShardGateIndex]" = weakref.WeakSet()
+"""Every index :data:`FUNCTION_FACTS` built or read in this process (E9502's text prefilter lets
+through files that call a must-run helper of one of these projects by name)."""
+
+
+class _RegisteringFacts(ShardGateFacts):
+    """:class:`ShardGateFacts` that remembers each index it builds in :data:`BUILT`."""
+
+    def build(self, root, paths, summaries, digests):
+        """Build the index (see :meth:`ShardGateFacts.build`) and register it."""
+        index = super().build(root, paths, summaries, digests)
+        BUILT.add(index)
+        return index
+
+    def restore(self, parts, rebuild):
+        """Restore the stored index (see :meth:`ShardGateFacts.restore`) and register it."""
+        index = super().restore(parts, rebuild)
+        BUILT.add(index)
+        return index
+
+
+FUNCTION_FACTS = _RegisteringFacts()
+"""The one project function-facts object of the rules (``Rule.project_facts`` of E9501, E9502 and
+E9504): one build, one cache entry per project."""

@@ -11,7 +11,10 @@ A must-run step is
   `p.reset_sharded_param()`, `fully_shard(m)` and `torch.distributed.fsdp.fully_shard(m)` all count);
 * a call of a **project function that always calls a must-run step** (on every path that returns
   normally: `for` bodies count, `if` branches only when both make the call, nothing after a possible
-  early exit, no `while` body, `except` handler, comprehension or lambda), transitively and across
+  early exit, no `while` body, `except` handler, comprehension or lambda; a path that raises is no
+  normal return, so a helper that refuses invalid input first, `if mesh is None: raise
+  ValueError(...)`, and otherwise always ends in the step is must-run, unless a `try` or `with` of the
+  helper may catch that raise), transitively and across
   the files of the project: `def apply_fsdp(m): ...; fully_shard(m)` makes `if ws > 1:
   apply_fsdp(m)` a finding, reported as `'apply_fsdp() -> fully_shard()'`. Every `def` of that name
   must qualify (the file's own `def`s when it has one, else every other file's), except abstract
@@ -54,7 +57,15 @@ the code handles the unwrapped degree-1 path explicitly:
   operand, gate name, property or attribute, a local alias standing for its value) in another `if`
   whose branch taken at degree 1 does something: `if world_size > 1: assert isinstance(m, FSDPModule)`
   / `else: assert ...`, or `if world_size == 1: m.cuda()`; the author branches on the degree in
-  more than one place.
+  more than one place;
+* (c) another method of the same class (same class body) dispatches on the same degree quantity:
+  an `if` whose branch taken at degree > 1 uses the sharded module without wrapping again (gathers
+  a full state dict, saves, asserts the FSDP state) and whose degree-1 path does something else (its
+  `else`, or the statements after a degree > 1 branch that always exits): `if config.dp_size > 1:
+  return gather_full_state_dict(model)` / `return state_dict`. The class skips the wrap at degree 1
+  by design and handles the plain module where it uses it. A re-test whose degree > 1 branch runs a
+  must-run step (wraps again, registers a forward method) is another gated step; a degree-1 branch alone (`if dp_size == 1: log(...)`) or a use
+  without a degree-1 path handles nothing (`wrap_class_dispatch`, `wrap_class_dispatch_ok`).
 
 Otherwise the wrap stays reported: `if world_size > 1: fully_shard(m)` with nothing for degree 1
 (no alternative branch, no re-test, or a re-test without a degree-1 branch such as
@@ -66,6 +77,18 @@ strategy only with several ranks (`if world_size > 1:` then `if strategy == "fsd
 functional test that shards only with several processes and asserts the single-process contract
 later (`if world_size > 1: assert isinstance(..., FSDPModule)` / `else: assert ... is None`). Nothing
 was left half-done in either; the seed's bug is a completion step skipped after a wrap.
+
+**The module's wrapped state.** A step reached only when its module is already wrapped runs exactly
+where a wrap ran, at every degree: an enclosing `if`/ternary test or an early-exit guard of the same
+function requires `isinstance(obj, C)`, with `C` a class of option `wrapped-classes` (default
+`FSDPModule`, `FullyShardedDataParallel`; an import alias such as `FSDP` counts) and `obj` the step's
+module (its first positional argument, or the receiver of the call, by source text). Such a step is
+not reported, whatever degree gate is around it: the wrap itself happens elsewhere (a library wraps
+the model whenever the run is sharded) and the step follows it, which is the invariant (lerobot:
+`if not dims.is_sharded: return` ... `if isinstance(policy, FSDPModule): register_fsdp_forward_method(policy, m)`).
+The test must be required: a negated one (`not isinstance(m, FSDPModule)`: not wrapped yet), one in
+an `or`, one of another object or class, or one after the step does not count (`wrapped_state`,
+`wrapped_state_ok`).
 
 A shard-degree predicate is
 
@@ -108,7 +131,8 @@ reset...`, each with a flagged fixture and a clean twin under `tests/fixtures/sh
 4. the gate spelled as a degree comparison (`world_size_compare`), a **disjunction of degrees**
    (`degree_disjunction`), a **data-parallel mesh size** (`data_parallel_mesh`);
 5. the step moved into a **helper that always runs it**, in the same file (`must_run_helper`) or
-   another (`must_run_helper_project`), or a step that must follow the wrap
+   another (`must_run_helper_project`), also behind a guard that raises on invalid input
+   (`must_run_helper_guard`, `must_run_helper_guard_project`), or a step that must follow the wrap
    (`forward_method`); a completion step inside a strategy dispatch or next to a degree re-test
    (`wrap_strategy_dispatch`, `wrap_degree_retest`);
 6. the gated call written as a ternary, short-circuit, comprehension filter or nested `if`
@@ -140,7 +164,8 @@ The call is gated when it sits
 No message for:
 
 * a gated wrap (`wrap-calls`) whose degree-1 path the code handles explicitly: one branch of a
-  dispatch, or a function that tests the same degree again with a degree-1 branch (see "Wrap steps
+  dispatch, a function that tests the same degree again with a degree-1 branch, or a method of its
+  class that dispatches on that degree (see "Wrap steps
   and completion steps" above);
 * a call whose complementary path runs the same step too (the same last name, or a must-run helper
   that ends in the same step): the other branch of the `if` (its whole `elif`/`else` chain) or of
@@ -179,6 +204,17 @@ unrelated project functions of one name must both qualify. In the pylint plugin 
 which build project facts on first use, a file that calls a project helper by name but no
 configured step passes the text prefilter only while no other project's facts have been built in
 that process.
+
+**Evidence and confidence.** Every message ends with its evidence: the construct that tests the
+gate and its line (`gate tested by an if at line 12`, `an early exit`, `a conditional expression`
+...), a local alias it goes through, where a gate read through a property, function or instance
+attribute is defined (`'dp_enabled' defined in trainlib/dims.py`, `this file, line 9`), and where a
+must-run helper is defined. Confidence is `HIGH` for a gate written in the test itself around the
+step (closed-world evidence: the function shows everything that decides it), `CONTROL_FLOW` for an
+early exit before the step, and `INFERENCE` when the gate or the step goes through a local alias, a
+property, a function, an instance attribute or a must-run helper (of this file or another): the
+rule then assumes those names are bound at run time to the definitions it resolved (by name across
+the project's files, see "Known limits").
 
 ## Why is this bad?
 hyper-parallel's `TorchHSDPStateV2.lazy_init` must re-wrap every sharded parameter after meta-device
@@ -321,6 +357,9 @@ an enclosing loop or block): unwrapping it would leave that code unreachable.
   sharded module (wraps); a gated wrap is not reported when the code handles the unwrapped
   degree-1 path explicitly. The other steps are completion steps, reported whenever gated. Names
   not in `unconditional-calls` have no effect; set it empty to report every gated wrap.
+* `wrapped-classes` (csv, default `FSDPModule,FullyShardedDataParallel`): classes of the modules a
+  wrap makes; a step reached only when `isinstance(<its module>, C)` holds is not reported (see
+  "The module's wrapped state").
 * `shard-degree-gates` (csv, default `is_shard`): names whose truth means "shard degree > 1", used
   as a bare name or an attribute (never a method call).
 * `shard-degree-quantities` (regexp_csv, default
@@ -360,7 +399,6 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import dataclasses
-import weakref
 
 from hp_invariants.astutil import EXITS, FunctionNode, always_exits, dotted_name, last_name, walk_function_body, walk_nodes
 from hp_invariants.model import Applicability, Confidence, Edit
@@ -372,6 +410,7 @@ from hp_invariants.rules.shard_gate_facts import ShardGateFacts, ShardGateIndex,
 DEFAULT_CALLS = ("reset_sharded_param", "fully_shard", "register_fsdp_forward_method")
 DEFAULT_WRAPS = ("fully_shard",)
 DEFAULT_GATES = ("is_shard",)
+DEFAULT_WRAPPED_CLASSES = ("FSDPModule", "FullyShardedDataParallel")
 DEFAULT_QUANTITIES = (
     "world_size",
     "ws",
@@ -515,24 +554,7 @@ def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, s
     return via
 
 
-_BUILT: "weakref.WeakSet[ShardGateIndex]" = weakref.WeakSet()
-
-
-class _RegisteringFacts(ShardGateFacts):
-    """:class:`ShardGateFacts` that remembers each index it builds, so that the text prefilter can
-    let through files that call a project's must-run helper (``apply_fsdp``) by name."""
-
-    def build(self, root, paths, summaries, digests):
-        """Build the index (see :meth:`ShardGateFacts.build`) and register it for the prefilter."""
-        index = super().build(root, paths, summaries, digests)
-        _BUILT.add(index)
-        return index
-
-    def restore(self, parts, rebuild):
-        """Restore the stored index (see :meth:`ShardGateFacts.restore`) and register it."""
-        index = super().restore(parts, rebuild)
-        _BUILT.add(index)
-        return index
+_BUILT = facts.BUILT
 
 
 def _closure_names(calls: frozenset[str]) -> Iterable[str]:
@@ -688,6 +710,29 @@ class _Analyzer:
         while chain[-1] not in self.calls and chain[-1] in via and len(chain) <= _MAX_DEPTH:
             chain.append(via[chain[-1]])
         return "() -> ".join(chain)
+
+    def where_defined(self, name: str | None, attribute: bool = False) -> str:
+        """Where ``name`` is defined as this rule resolves it (evidence): this file's ``def``s (or, for
+        an instance ``attribute``, its ``self.<name>`` stores) by line, else the project files that
+        define (store) it, at most three named."""
+        if name is None:
+            return "an unknown place"
+        local = self.local()
+        if attribute:
+            here = name in local.attr_values or name in local.attr_other
+            numbers = {n for n, _ in self.index.attr_values.get(name, ())} if self.index is not None else set()
+        else:
+            lines = [d.lineno for d in self.ctx.semantic.definitions(name)]
+            if lines:
+                return "this file, line " + ", ".join(map(str, lines[:3]))
+            here = False
+            numbers = {n for n, _ in self.index.functions.get(name, ())} if self.index is not None else set()
+        if here:
+            return "this file"
+        files = sorted(self.index.relative(self.index.paths[n]) for n in numbers if n != self.file_no) if numbers else []
+        if not files:
+            return "this file"
+        return ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
 
     def is_wrap(self, node: ast.Call) -> bool:
         """True when ``node`` calls a wrap step (``wrap-calls``), directly or through a must-run
@@ -1320,7 +1365,9 @@ def _degree_one_handled(ctx, analyzer: _Analyzer, call: ast.Call, context: _Cont
     early-exit guard, its exiting branch) has another branch that does something (:func:`_handles`;
     a ternary branch that is not a constant or a name): the wrap is one branch of a dispatch;
     (b) another ``if`` of the same function tests the same degree quantity (:meth:`_Analyzer.degree_keys`)
-    and its branch taken at degree 1 does something: the author branches on the degree elsewhere too.
+    and its branch taken at degree 1 does something: the author branches on the degree elsewhere too;
+    (c) another method of the same class dispatches on the same degree quantity
+    (:func:`_class_dispatches_on`): the class handles the plain module where it uses it.
     """
     guard_parent = ctx.parent(context.node) if context.kind == "exit" else None
     child: ast.AST = call
@@ -1354,7 +1401,152 @@ def _degree_one_handled(ctx, analyzer: _Analyzer, call: ast.Call, context: _Cont
             continue
         if _handles(degree_one) and keys & analyzer.degree_keys(node.test, scope):
             return True
+    return _class_dispatches_on(ctx, analyzer, keys, scope)
+
+
+def _class_dispatches_on(ctx, analyzer: _Analyzer, keys: set[str], scope: ast.AST) -> bool:
+    """(c) of :func:`_degree_one_handled`: another method of the class holding ``scope`` (same class
+    body, same file) has an ``if`` on the same degree quantity (``keys``) that is a real dispatch:
+    its branch taken at degree > 1 does something and calls no must-run step (it uses the sharded
+    module: gathers a full state dict, saves, asserts the FSDP state), and its degree-1 path does
+    something else (an ``else`` branch, or, after a degree > 1 branch that always exits, the
+    statements that follow it). Such a class skips the wrap at degree 1 by design and handles the
+    plain module where it uses it (transformers' ``maybe_distribute_model`` /
+    ``gather_sharded_state_dict_for_save``). A re-test whose degree > 1 branch runs a must-run step
+    (wraps again, registers a forward method) is another gated step, not a use."""
+    klass = ctx.semantic.owner(scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if klass is None:
+        return False
+    must_run = analyzer.must_run()
+    steps = lambda name: name is not None and name in must_run  # noqa: E731
+    for defs in ctx.semantic.members(klass).values():
+        for method in defs:
+            if method is scope:
+                continue
+            for node in walk_function_body(method):
+                if not isinstance(node, ast.If):
+                    continue
+                if analyzer.requires(node.test, True, method):
+                    wide, narrow = node.body, node.orelse
+                elif analyzer.requires(node.test, False, method):
+                    wide, narrow = node.orelse, node.body
+                else:
+                    continue
+                if not narrow and always_exits(wide):
+                    narrow = _following(ctx, node)
+                if (_handles(wide) and _handles(narrow) and not _calls_named(wide, steps)
+                        and keys & analyzer.degree_keys(node.test, method)):
+                    return True
     return False
+
+
+_CONTEXT_WORDS = {"if": "an if", "ifexp": "a conditional expression", "and": "an 'and'", "or": "an 'or'",
+                  "comp": "a comprehension filter", "exit": "an early exit"}
+
+
+def _evidence(ctx, analyzer: _Analyzer, context: _Context, call: ast.Call, helper: str | None) -> str:
+    """What a finding rests on: where the gate is tested, where a gate name read through a property,
+    function or instance attribute, and a must-run helper, are defined (this file, by line, or the
+    project files that define them)."""
+    gate = context.gate
+    parts = [f"gate tested by {_CONTEXT_WORDS.get(context.kind, context.kind)} at line {context.node.lineno}"]
+    if gate.via == "alias":
+        parts.append(f"'{gate.text.split(' ', 1)[0]}' is a local bound once before the test")
+    elif gate.via in ("property", "function", "attribute"):
+        seen: list[str] = []
+        for node in walk_nodes(gate.node):
+            name = last_name(node.func if isinstance(node, ast.Call) else node) \
+                if isinstance(node, (ast.Attribute, ast.Call)) else None
+            if name is None or name in seen or len(seen) >= 3:
+                continue
+            if ctx.semantic.definitions(name) or analyzer.functions_named(name):
+                seen.append(name)
+                parts.append(f"'{name}' defined in {analyzer.where_defined(name)}")
+            elif analyzer.attribute_values(name):
+                seen.append(name)
+                parts.append(f"instance attribute '{name}' stored in {analyzer.where_defined(name, True)}")
+    if helper is not None:
+        name = last_name(call.func)
+        parts.append(f"'{name}()' always runs the step, defined in {analyzer.where_defined(name)}")
+    return "; ".join(parts)
+
+
+def _only_for_wrapped(ctx, call: ast.Call, scope: ast.AST, classes: frozenset[str]) -> bool:
+    """True when ``call`` is reached only if the module it works on is already wrapped: an enclosing
+    ``if``/ternary test, or an early-exit guard before it in the same function, requires
+    ``isinstance(obj, C)`` with ``C`` one of ``classes`` (option ``wrapped-classes``, through the
+    file's aliases: ``FullyShardedDataParallel as FSDP``) and ``obj`` the step's module: its first
+    positional argument or the receiver of the call, by source text. Such a step runs exactly where a
+    wrap ran, at every degree, which is the invariant: the degree gate around it is not the bug class
+    (lerobot: ``register_fsdp_forward_method(policy, ...)`` under ``isinstance(policy, FSDPModule)``)."""
+    objects = set()
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        objects.add(ast.unparse(call.args[0]))
+    if isinstance(call.func, ast.Attribute):
+        objects.add(ast.unparse(call.func.value))
+    if not objects:
+        return False
+    aliases = ctx.semantic.aliases()
+    test = _IsinstanceTest(objects, classes, aliases)
+    implies = test.implied
+
+    child: ast.AST = call
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
+            truth = child in anc.body if isinstance(anc, ast.If) else child is anc.body
+            if implies(anc.test, truth):
+                return True
+        if isinstance(anc, ast.stmt) or anc is scope:
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(anc, name, None)
+                if isinstance(block, list) and child in block:
+                    for prev in block[: block.index(child)]:
+                        if isinstance(prev, ast.If) and always_exits(prev.body) != always_exits(prev.orelse) \
+                                and implies(prev.test, always_exits(prev.orelse)):
+                            return True
+        if anc is scope:
+            break
+        child = anc
+    return False
+
+
+class _IsinstanceTest:
+    """``implied(test, truth)``: ``test`` being ``truth`` implies ``isinstance(obj, C)`` with ``obj``'s
+    source text in ``objects`` and ``C`` (or every class of a tuple) in ``classes``, directly or through
+    the file's ``aliases``. A class, not nested functions: a closure that calls itself is a reference
+    cycle per call."""
+
+    def __init__(self, objects: set[str], classes: frozenset[str], aliases: dict):
+        self.objects, self.classes, self.aliases = objects, classes, aliases
+
+    def wrapped_class(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Tuple):
+            return bool(node.elts) and all(self.wrapped_class(e) for e in node.elts)
+        name = last_name(node)
+        return name is not None and (name in self.classes or self.aliases.get(name) in self.classes)
+
+    def implied(self, test: ast.AST, truth: bool) -> bool:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.implied(test.operand, not truth)
+        if isinstance(test, ast.BoolOp):
+            if isinstance(test.op, ast.And) == truth:  # a required conjunct (a disjunct of a false or)
+                return any(self.implied(v, truth) for v in test.values)
+            return all(self.implied(v, truth) for v in test.values)
+        if isinstance(test, ast.NamedExpr):
+            return self.implied(test.value, truth)
+        return (truth and isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords
+                and ast.unparse(test.args[0]) in self.objects and self.wrapped_class(test.args[1]))
+
+
+def _following(ctx, stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements after ``stmt`` in the block that holds it."""
+    parent = ctx.parent(stmt)
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and stmt in block:
+            return block[block.index(stmt) + 1:]
+    return []
 
 
 class ShardGatedReset(Rule):
@@ -1369,7 +1561,8 @@ class ShardGatedReset(Rule):
     symbol = "shard-gated-reset"
     codemod_command = "RemoveShardGateCommand"
     summary = "A must-always-run FSDP step (reset_sharded_param, fully_shard) skipped at shard degree 1"
-    msg = "'%s()' runs only when shard-degree gate '%s' holds; at shard degree 1 (world size 1) it is skipped"
+    msg = ("'%s()' runs only when shard-degree gate '%s' holds; at shard degree 1 (world size 1) it is skipped "
+           "(evidence: %s)")
     description = (
         "Used when a call that must run at every shard degree (reset_sharded_param, fully_shard) is "
         "reached only when a shard-degree predicate holds (is_shard, world_size > 1, ...), directly, "
@@ -1382,6 +1575,9 @@ class ShardGatedReset(Rule):
         Option("wrap-calls", "csv", DEFAULT_WRAPS,
                "The unconditional-calls that create the sharded module (wraps): gated on the shard "
                "degree, they are not reported when the code handles the unwrapped degree-1 path."),
+        Option("wrapped-classes", "csv", DEFAULT_WRAPPED_CLASSES,
+               "Classes of the modules a wrap makes: a step reached only when isinstance(obj, C) holds "
+               "for its module runs exactly where the wrap ran, so its degree gate is not reported."),
         Option("shard-degree-gates", "csv", DEFAULT_GATES,
                "Names (bare or attribute, not method calls) whose truth means shard degree > 1."),
         Option("shard-degree-quantities", "regexp_csv", DEFAULT_QUANTITIES,
@@ -1392,7 +1588,7 @@ class ShardGatedReset(Rule):
     )
     prefilter = DEFAULT_CALLS
     prefilter_option = "unconditional-calls"
-    project_facts = _RegisteringFacts()
+    project_facts = facts.FUNCTION_FACTS
     project_optional = True
     prefilter_reads_project = True
 
@@ -1439,6 +1635,8 @@ class ShardGatedReset(Rule):
             context, scope = found
             if analyzer.is_wrap(node) and _degree_one_handled(ctx, analyzer, node, context, scope):
                 continue  # a wrap skipped as a whole at degree 1, by design (see "Wrap steps")
+            if _only_for_wrapped(ctx, node, scope, frozenset(ctx.option(self, "wrapped-classes"))):
+                continue  # it runs exactly where a wrap ran (see "The module's wrapped state")
             if context.kind == "exit":
                 confidence = Confidence.CONTROL_FLOW
             elif context.gate.via == "direct":
@@ -1454,7 +1652,8 @@ class ShardGatedReset(Rule):
                     confidence = Confidence.INFERENCE
                 if fix is not None and fix.applicability is Applicability.SAFE:
                     fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
-            yield ctx.finding(self, node, args=(name, context.gate.text), confidence=confidence, fix=fix)
+            evidence = _evidence(ctx, analyzer, context, node, helper)
+            yield ctx.finding(self, node, args=(name, context.gate.text, evidence), confidence=confidence, fix=fix)
 
     # ------------------------------------------------------------------ gate search
     def _find_gate(self, ctx, analyzer: _Analyzer, call: ast.Call) -> tuple[_Context, ast.AST] | None:

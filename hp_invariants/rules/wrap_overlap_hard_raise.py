@@ -27,7 +27,39 @@ once, by a plain or annotated assignment before the test (`wrapped = getattr(sub
 False)`, then `if wrapped: raise`; root checks through such locals, `is_root = name == ""`, count as
 inline ones), or through a walrus in the test (`if wrapped := getattr(...)`); a local rebound in the
 loop, or bound after the test, is not read as the marker.
-`assert not <marked>` is the same hazard as a raise.
+`assert not <marked>` is the same hazard as a raise, and so is `assert False, msg` under a marker
+test (`if getattr(sub, "_is_wrapped", False): assert False, ...`). A test must read a marker of the
+walked submodule to be one: a constant (`assert False, msg` under a test of something else, as a muP
+shape check in a walk has it; `if False:`; `assert True`) says nothing about the submodule and is
+never the hazard (`constant_test`, `constant_test_ok`).
+
+**Helpers, in this file and in other modules of the project.** The raise may sit in a helper the
+marker branch calls: a function of this file the semantic model resolves completely (a module
+function, a nested function, `self.m(...)` along the class's same-file MRO) whose every path raises,
+or a module-level function of **another module of the project** that an import binds the name to
+(`from pkg.errors import fail_wrapped`, `from . import errors` then `errors.fail_wrapped(sub)`, a
+re-export in a package's `__init__.py`; the module is mapped to a file of the project: relative
+imports from the file's folder, absolute ones by their path inside the project, not followed when
+two files of the project match or none does, e.g. an installed package). And the whole check may be
+**moved into a function the walk calls** with the walked submodule (positionally or by keyword):
+`for sub in layer.modules(): _ensure_not_wrapped(sub)` where the function raises (directly, through
+a raising helper, or an `assert not <marked>`) under a marker test of the parameter that receives
+`sub`, not catching it itself; also a closure of the loop that tests `sub` itself, and a method
+testing the mark its caller's walk stores (learned markers pass from the caller). Such a finding is
+reported at the call in the walk, without a fix (the raise is elsewhere). Only a call the file
+cannot resolve and whose import may name a module of the project (relative, or its top-level
+package named like a folder the file is in) makes the rule read the project facts
+(`raise_in_called_function`, `raise_in_other_module_project`, and their `_ok` twins: preconditions,
+warnings, a caught refusal, another argument, a root-only call, an installed package).
+
+**Evidence and confidence.** Every message ends with its evidence: the marker test and where it
+was found (`` `getattr(sub, "_is_wrapped", False)` tested in the walk``), and where the raise is
+(`raise here`, `raise in 'fail()' (line 3 of this file)`, `raise in 'fail_wrapped()' of
+pkg/errors.py:4`, or the function the check moved into and its file). Confidence is `HIGH` when the
+marker test and the raise are both written in the walk itself (closed-world evidence: nothing the
+function does not show decides it), `INFERENCE` when a helper decides (of this file or another):
+the rule then assumes the name is bound at run time to the `def` the file or its import shows (no
+monkey-patching, no shadowing by a star import).
 
 Spellings of the class (each has a flagged fixture and a clean twin): the seed's `.modules()` loop;
 named walks, `enumerate`, a local alias, `list(...)`; `children()`; MindSpore cells; the
@@ -35,7 +67,9 @@ named walks, `enumerate`, a local alias, `list(...)`; `children()`; MindSpore ce
 name, `type(sub) is W`; a raising helper; nested `if`; an `or` condition; a nested loop; a stack or
 queue walk; a growing list; recursion; pair unpacking in the body; `dict(named_modules())`; a learned
 marker (directly, via `setattr`, via a helper); a learned wrapper class; a marker predicate; a
-marker read into a local first; `assert not`. Near misses that stay clean: the root check (outside
+marker read into a local first; `assert not`, `assert False` under a marker test; the raise in a
+helper of another module; the check moved into a called function, of this file or another. Near
+misses that stay clean: the root check (outside
 the walk, `sub is module`, `name == ""`, `depth == 0`, a root passed down a recursion), a marker
 that is cleared, an attribute stored by an unrelated function of the file, a raise on a *missing*
 mark (a precondition), a caught raise, a stack of things that are not submodules.
@@ -46,7 +80,17 @@ No message for:
   walk, or inside it under `if sub is module:` / `if name == "":`, or after
   `if sub is not module: continue`): refusing to wrap the same module twice is legitimate;
 * a branch on a marker of another variable than the walked submodule;
-* a raise that a surrounding `try` in the loop catches (`except Exception`, or the same class).
+* a raise that a surrounding `try` in the loop catches (`except Exception`, or the same class);
+* a raise after the walk has skipped every submodule it met before, in this call or an earlier one:
+  a guard `if sub in C: continue` (or `id(sub) in C`) before it in the loop body, the loop body
+  recording the walked submodule in `C` (`C.add(sub)`, `C.append(id(sub))`, `C[sub] = ...`), and `C`
+  outliving the call (an attribute such as `self._visited`, a parameter the caller passes, a
+  module-level name). A submodule shared with a region processed earlier is skipped before the
+  raise, which then only refuses a module marked by something else (a tuner applied to the whole
+  model twice): a deliberate guard, not the hazard. A set the function makes afresh (`seen =
+  set()`) dedups one walk only, as `.modules()` already does; a record by name (one name per
+  region), a skip after the raise or a record never written do not count (`visited_skip`,
+  `visited_skip_ok`).
 
 ## Why is this bad?
 A submodule can legitimately belong to several wrapped regions. In Qwen3-VL-MoE every text decoder
@@ -147,6 +191,7 @@ from __future__ import annotations
 import ast
 import builtins
 import io
+import os
 import re
 import tokenize
 from dataclasses import dataclass
@@ -155,6 +200,7 @@ from typing import Iterator, Sequence
 from hp_invariants.astutil import dotted_name, last_name, string_value
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
 from hp_invariants.api import Option, Rule
+from hp_invariants.rules.shard_gate_facts import FUNCTION_FACTS, may_name_project_module
 
 WALK_METHODS = {
     # method name -> shape of each item: "module" (the submodule), "pair" ((name, submodule)),
@@ -231,23 +277,36 @@ class Walk:
 class Facts:
     """What a condition ``E`` says about the marker ``M`` of the walked submodule.
 
-    ``a``: E implies M; ``b``: M implies E; ``c``: not E implies M; ``d``: M implies not E.
-    The branch ``if E:`` is the hazard when ``a`` or ``b`` holds (safe to ``continue`` when ``a``);
-    its ``else:`` when ``c`` or ``d`` holds (safe when ``c``).
+    ``a``: E implies M; ``b``: M implies E; ``c``: not E implies M; ``d``: M implies not E;
+    ``m``: E reads the marker at all. The branch ``if E:`` is the hazard when ``m`` and ``a`` or ``b``
+    hold (safe to ``continue`` when ``a``); its ``else:`` when ``m`` and ``c`` or ``d`` hold (safe
+    when ``c``). A test that reads no marker (a constant: ``assert False, msg``, ``if False:``)
+    implies whatever the logic says, but it says nothing about the submodule: never the hazard.
     """
 
     a: bool = False
     b: bool = False
     c: bool = False
     d: bool = False
+    m: bool = False
 
     def negate(self) -> "Facts":
         """Facts of ``not E``."""
-        return Facts(self.c, self.d, self.a, self.b)
+        return Facts(self.c, self.d, self.a, self.b, self.m)
+
+    @property
+    def body_hazard(self) -> bool:
+        """``if E:`` runs when the submodule is marked."""
+        return self.m and (self.a or self.b)
+
+    @property
+    def else_hazard(self) -> bool:
+        """The ``else`` of ``if E:`` (an ``assert E`` failing) runs when the submodule is marked."""
+        return self.m and (self.c or self.d)
 
 
 NONE = Facts()
-MARKER = Facts(True, True, False, False)
+MARKER = Facts(True, True, False, False, True)
 
 
 def _walk_call(node: ast.AST) -> tuple[str, ast.Call] | None:
@@ -302,7 +361,7 @@ class WrapOverlapHardRaise(Rule):
     summary = "A submodule walk raises when a (possibly shared) submodule is already wrapped"
     msg = (
         "Raising when submodule '%s' of '%s' is already wrapped breaks legitimately shared submodules "
-        "(e.g. one rotary embedding shared by all decoder layers); %s"
+        "(e.g. one rotary embedding shared by all decoder layers); %s (evidence: %s)"
     )
     description = (
         "Used when a loop over .modules()/.named_modules()/.children()/.cells() (or any(...) over them) "
@@ -317,6 +376,9 @@ class WrapOverlapHardRaise(Rule):
                "Wrapper class names for isinstance(sub, W) (regular expressions on the last name component)."),
     )
     prefilter = ("modules", "children", "cells")
+    project_facts = FUNCTION_FACTS  # read only for a helper imported from another module of the project
+    project_optional = True
+    project_on_demand = True
 
     # ------------------------------------------------------------------ entry point
     def check(self, ctx) -> Iterator[Finding]:
@@ -328,9 +390,15 @@ class WrapOverlapHardRaise(Rule):
 class _FileChecker:
     """Per-file state: compiled options, the always-raising helpers, the reported statements."""
 
-    def __init__(self, rule: WrapOverlapHardRaise, ctx):
+    def __init__(self, rule: WrapOverlapHardRaise, ctx, label: str | None = None, index=None):
         self.rule = rule
         self.ctx = ctx
+        # None: the file being checked; else another file of the project, opened for a helper it
+        # defines (``label``: its path relative to the project root; ``index``: the project facts)
+        self.label = label
+        self._index = index
+        self._others: dict[str, _FileChecker] = {}
+        self._extra_markers: frozenset = frozenset()  # markers learned by the caller of a helper
         self.markers = [re.compile(p) for p in ctx.option(rule, "wrap-markers")]
         self.wrappers = [re.compile(p) for p in ctx.option(rule, "wrapper-classes")]
         self.reported: set[int] = set()
@@ -397,12 +465,149 @@ class _FileChecker:
 
     def _always_raising_call(self, call: ast.Call, func: ast.AST | None, depth: int = 0) -> bool:
         """True when every ``def`` the call may reach always raises (see :meth:`_always_raises_func`)."""
+        return self._raising_call(call, func, depth) is not None
+
+    def _raising_call(self, call: ast.Call, func: ast.AST | None, depth: int = 0,
+                      external: bool = True) -> str | None:
+        """Where the ``def`` a call reaches always raises (evidence text), else ``None``: the helpers
+        of this file the semantic model resolves completely (every candidate must always raise), or
+        the module-level function of another file of the project that an import binds the name to
+        (:meth:`_external`)."""
         name = last_name(call.func)
-        if name is None or f"def {name}(" not in self.ctx.source.text:
-            return False
-        resolution = self.ctx.semantic.resolve_call(call, func)
-        return resolution.complete and bool(resolution.candidates) and all(
-            target is not func and self._always_raises_func(target, depth) for target in resolution.candidates)
+        if name is None:
+            return None
+        if f"def {name}(" in self.ctx.source.text:
+            resolution = self.ctx.semantic.resolve_call(call, func)
+            if resolution.candidates:
+                if resolution.complete and all(target is not func and self._always_raises_func(target, depth)
+                                               for target in resolution.candidates):
+                    return self._where(resolution.candidates[0])
+                return None
+        found = self._external(call, func) if external and depth < 4 else None
+        if found is not None and all(found[0]._always_raises_func(d, depth + 1) for d in found[1]):
+            return found[0]._where(found[1][0])
+        return None
+
+    # ------------------------------------------------------------------ helpers of other files
+    def _text(self, node: ast.AST) -> str:
+        """The source text of ``node`` for evidence, on one line, cut at 60 characters."""
+        return _short(self.ctx.text_of(node))
+
+    def _where(self, func: ast.AST) -> str:
+        """How evidence names the ``def`` ``func`` of this checker's file."""
+        name = getattr(func, "name", "<lambda>")
+        if self.label is None:
+            return f"'{name}()' (line {func.lineno} of this file)"
+        return f"'{name}()' of {self.label}:{func.lineno}"
+
+    def _project_index(self):
+        """The project's function facts (:class:`~hp_invariants.rules.shard_gate_facts.ShardGateIndex`),
+        ``None`` without a project. In an early analysis this raises
+        :class:`~hp_invariants.api.ProjectFactsDeferred` (the check runs the rule again later)."""
+        if self._index is None and self.label is None and self.ctx.project is not None \
+                and self.rule.project_facts is not None:
+            self._index = self.ctx.project_data(self.rule)
+        return self._index
+
+    def _external(self, call: ast.Call, func: ast.AST | None) -> tuple["_FileChecker", list[ast.AST]] | None:
+        """The checker of another project file and the module-level ``def``s there that the call
+        reaches through an import (:meth:`~hp_invariants.semantic.SemanticModel.external`,
+        :meth:`~hp_invariants.rules.shard_gate_facts.ShardGateIndex.external_definitions`)."""
+        ref = self.ctx.semantic.external(call.func, func if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
+        if ref is None or not may_name_project_module(ref, self.ctx.path):
+            return None
+        index = self._project_index()
+        if index is None:
+            return None
+        found = index.external_definitions(ref, self.ctx.path, self.ctx.options)
+        if found is None:
+            return None
+        octx, defs = found
+        if os.path.abspath(octx.path) == os.path.abspath(self.ctx.path):
+            return (self, defs)
+        checker = self._others.get(octx.path)
+        if checker is None:
+            checker = self._others[octx.path] = _FileChecker(self.rule, octx, index.relative(octx.path), index)
+        return checker, defs
+
+    # ------------------------------------------------------------------ checks moved into a called function
+    _NOT_HELPERS = frozenset({"isinstance", "getattr", "setattr", "hasattr", "type", "id", "print", "len", "str",
+                              "repr", "vars", "list", "tuple", "dict", "set", "sorted", "any", "all"})
+
+    def _callee_raise(self, call: ast.Call, var: str, func: ast.AST | None, depth: int = 0) -> str | None:
+        """Evidence when the function ``call`` runs (with the walked submodule ``var`` as an argument,
+        or a closure of the walk reading ``var``) raises when that submodule is marked: the overlap
+        check moved into a helper of this file, a nested function, or a function of another module
+        of the project; else ``None``."""
+        name = last_name(call.func)
+        if name is None or name in self._NOT_HELPERS or depth > 3:
+            return None
+        positions = [i for i, arg in enumerate(call.args) if self._is_var(arg, var)]
+        keywords = [k.arg for k in call.keywords if k.arg and self._is_var(k.value, var)]
+        scope = func if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        local = self._helper_target(call, scope)
+        if local is not None:
+            targets = [(self, local)]
+        elif not (positions or keywords) or f"def {name}(" in self.ctx.source.text:
+            return None
+        else:
+            found = self._external(call, scope)
+            targets = [(found[0], d) for d in found[1]] if found else []
+        evidence = None
+        for checker, target in targets:
+            if isinstance(target, ast.Lambda) or target is func:
+                return None
+            params = [a.arg for a in (*target.args.posonlyargs, *target.args.args)]
+            if isinstance(call.func, ast.Attribute) and params and params[0] in {"self", "cls"}:
+                params = params[1:]
+            every = params + [a.arg for a in target.args.kwonlyargs]
+            names = [params[i] for i in positions if i < len(params)] + [k for k in keywords if k in every]
+            if not positions and not keywords and checker is self and var not in every \
+                    and not self.ctx.semantic.resolve_name(var, target).candidates and var not in _assigned(target):
+                names = [var]  # a closure of the walk: it reads the walked submodule itself
+            found_here = None
+            for param in names:
+                found_here = checker._raise_on_marker(target, param, depth, self._learned_for(func))
+                if found_here:
+                    break
+            if not found_here:
+                return None
+            evidence = found_here
+        return evidence
+
+    def _learned_for(self, func: ast.AST | None) -> frozenset:
+        return self.learned_markers(func) | self._extra_markers if func is not None else self._extra_markers
+
+    def _raise_on_marker(self, target: ast.AST, param: str, depth: int, markers: frozenset) -> str | None:
+        """Evidence when the body of ``target`` raises (not caught in it) under a test of a wrap
+        marker of its parameter ``param`` (``markers``: those the caller's walk stores, as learned
+        markers), directly or in a helper it calls with ``param``; else ``None``."""
+        saved, saved_extra = self._scope, self._extra_markers
+        self._scope, self._extra_markers = target, markers
+        try:
+            for node, _ in _statements(target.body, rebinding=param):
+                if isinstance(node, ast.Assert):
+                    if self.facts(node.test, param).else_hazard and not self._caught(node, target):
+                        return f"`{self._text(node.test)}` asserted in {self._where(target)}"
+                    continue
+                if isinstance(node, ast.If):
+                    facts = self.facts(node.test, param)
+                    for in_body, branch in ((True, node.body), (False, node.orelse)):
+                        if not (facts.body_hazard if in_body else facts.else_hazard):
+                            continue
+                        for stmt, _via in self._raising_statements(branch, target):
+                            if not self._caught(stmt, target):
+                                at = f"line {stmt.lineno}" if self.label is None else f"{self.label}:{stmt.lineno}"
+                                return f"`{self._text(node.test)}` tested in {self._where(target)}, raise at {at}"
+                    continue
+                call = _statement_call(node)
+                if call is not None and depth < 3:
+                    found = self._callee_raise(call, param, target, depth + 1)
+                    if found:
+                        return found
+        finally:
+            self._scope, self._extra_markers = saved, saved_extra
+        return None
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Iterator[Finding]:
@@ -771,6 +976,8 @@ class _FileChecker:
             return False
         if any(p.fullmatch(name) for p in self.markers):
             return True
+        if name in self._extra_markers:
+            return True
         return self._text_gate("store", name) and name in self.learned_markers(self._scope)
 
     def walk_receivers(self) -> frozenset:
@@ -881,11 +1088,12 @@ class _FileChecker:
             return self.facts(node.value, var)
         if isinstance(node, ast.BoolOp):
             parts = [self.facts(v, var) for v in node.values]
+            read = any(p.m for p in parts)
             if isinstance(node.op, ast.And):
                 return Facts(any(p.a for p in parts), all(p.b for p in parts),
-                             all(p.c for p in parts), any(p.d for p in parts))
+                             all(p.c for p in parts), any(p.d for p in parts), read)
             return Facts(all(p.a for p in parts), any(p.b for p in parts),
-                         any(p.c for p in parts), all(p.d for p in parts))
+                         any(p.c for p in parts), all(p.d for p in parts), read)
         if isinstance(node, ast.Constant):
             return Facts(b=True, c=True) if node.value else Facts(a=True, d=True)
         if self._marker_read(node, var):
@@ -973,36 +1181,107 @@ class _FileChecker:
                 aliases = _loop_aliases(loop.body, walk.var) if aliases is None else aliases
                 test = _expand_aliases(node.test, aliases, node.lineno)
                 facts = self.facts(test, walk.var)
-                if (facts.c or facts.d) and id(node) not in self.reported \
+                if facts.else_hazard and id(node) not in self.reported \
                         and not self._side_root_only(test, False, walk) \
-                        and not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop):
+                        and not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop) \
+                        and not self._skips_visited(node, loop, walk, func):
                     self.reported.add(id(node))
-                    yield self._finding(node, walk, False, False, None)
+                    yield self._finding(node, walk, f"`{self._text(node.test)}` asserted in the walk", False, None, True)
                 continue
             if not isinstance(node, ast.If):
+                call = _statement_call(node)
+                if call is not None and id(node) not in self.reported:
+                    where = self._callee_raise(call, walk.var, func)
+                    if where is not None:
+                        aliases = _loop_aliases(loop.body, walk.var) if aliases is None else aliases
+                        if not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop) \
+                                and not self._skips_visited(node, loop, walk, func):
+                            self.reported.add(id(node))
+                            yield self._finding(node, walk, where + ", called with the walked submodule",
+                                                False, None, False)
                 continue
-            raising_in = [list(self._raising_statements(node.body, func)),
-                          list(self._raising_statements(node.orelse, func))]
-            if not raising_in[0] and not raising_in[1]:
+            raising_in = [list(self._raising_statements(node.body, func, False)),
+                          list(self._raising_statements(node.orelse, func, False))]
+            if not raising_in[0] and not raising_in[1] and not _calls_in(node.body) and not _calls_in(node.orelse):
                 continue  # nothing raises here: the condition does not matter (and is not analysed)
             aliases = _loop_aliases(loop.body, walk.var) if aliases is None else aliases
             test = _expand_aliases(node.test, aliases, node.lineno)
             facts = self.facts(test, walk.var)
             for in_body, branch in ((True, node.body), (False, node.orelse)):
-                hazard = (facts.a or facts.b) if in_body else (facts.c or facts.d)
+                hazard = facts.body_hazard if in_body else facts.else_hazard
                 if not hazard or not branch:
                     continue
                 safe = facts.a if in_body else facts.c
-                raising = raising_in[0] if in_body else raising_in[1]
-                if not raising or self._side_root_only(test, in_body, walk):
+                if self._side_root_only(test, in_body, walk) or self._root_only_context(node, loop, walk, aliases):
                     continue
-                if self._root_only_context(node, loop, walk, aliases):
-                    continue
-                for stmt, via_helper in raising:
-                    if id(stmt) in self.reported or self._caught(stmt, loop):
+                for stmt, where in self._raising_statements(branch, func):
+                    if id(stmt) in self.reported or self._caught(stmt, loop) or self._skips_visited(stmt, loop, walk, func):
                         continue
                     self.reported.add(id(stmt))
-                    yield self._finding(stmt, walk, via_helper, safe, fix_loop)
+                    evidence = f"`{self._text(node.test)}` tested in the walk, " + (
+                        "raise here" if where is None else f"raise in {where}")
+                    yield self._finding(stmt, walk, evidence, safe, fix_loop, where is None)
+
+    def _skips_visited(self, node: ast.stmt, loop, walk: Walk, func) -> bool:
+        """True when, before ``node``, the walk skips every submodule it has met before, in this call
+        or an earlier one: a guard ``if sub in C: continue`` (or ``id(sub) in C``) precedes ``node``
+        in the loop body, the loop body records the walked submodule in ``C`` (``C.add(sub)``,
+        ``C.append(id(sub))``, ``C[sub] = ...``), and ``C`` outlives the call (an attribute such as
+        ``self._visited``, a parameter the caller passes, a module-level or enclosing name; not a
+        collection the function makes afresh, which dedups only one walk, as ``.modules()`` already
+        does). A submodule shared with a region wrapped earlier is then skipped before the raise,
+        which can only refuse a module marked by something else (the whole tuner applied twice)."""
+        if walk.recursive:
+            return False
+        recorded = set()
+        for sub in _walk_no_scopes(loop.body):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
+                    and sub.func.attr in ("add", "append", "appendleft", "setdefault") and sub.args \
+                    and self._is_walked(sub.args[0], walk.var):
+                recorded.add(self.ctx.text_of(sub.func.value))
+            elif isinstance(sub, (ast.Assign, ast.AnnAssign)):
+                for target in sub.targets if isinstance(sub, ast.Assign) else [sub.target]:
+                    if isinstance(target, ast.Subscript) and self._is_walked(target.slice, walk.var):
+                        recorded.add(self.ctx.text_of(target.value))
+        if not recorded:
+            return False
+        child: ast.AST = node
+        for anc in self.ctx.ancestors(node):
+            for block in _blocks(anc):
+                if child in block:
+                    for prev in block[: block.index(child)]:
+                        if isinstance(prev, ast.If) and not prev.orelse and prev.body \
+                                and isinstance(prev.body[-1], ast.Continue):
+                            test = prev.test
+                            if isinstance(test, ast.Compare) and len(test.ops) == 1 \
+                                    and isinstance(test.ops[0], ast.In) and self._is_walked(test.left, walk.var):
+                                collection = self.ctx.text_of(test.comparators[0])
+                                if collection in recorded and self._outlives_call(test.comparators[0], func):
+                                    return True
+            if anc is loop:
+                return False
+            child = anc
+        return False
+
+    def _is_walked(self, node: ast.AST, var: str) -> bool:
+        """``var`` or ``id(var)``."""
+        if self._is_var(node, var):
+            return True
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id"
+                and len(node.args) == 1 and self._is_var(node.args[0], var))
+
+    @staticmethod
+    def _outlives_call(node: ast.AST, func) -> bool:
+        """True when the collection ``node`` is not made afresh by the call of ``func``: an attribute
+        (``self._visited``), a parameter, or a name ``func`` never assigns (module level, enclosing)."""
+        if isinstance(node, ast.Attribute):
+            return True
+        if not isinstance(node, ast.Name) or not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        args = func.args
+        if node.id in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
+            return True
+        return node.id not in _assigned(func)
 
     def _root_only_context(self, node: ast.If, loop, walk: Walk,
                            aliases: dict[str, tuple[int, ast.AST]] | None = None) -> bool:
@@ -1030,26 +1309,31 @@ class _FileChecker:
             child = anc
         return False
 
-    def _raising_statements(self, branch, func) -> Iterator[tuple[ast.stmt, bool]]:
-        """Statements of ``branch`` (nested if/with/try included, loops excluded) that raise."""
+    def _raising_statements(self, branch, func, external: bool = True) -> Iterator[tuple[ast.stmt, str | None]]:
+        """Statements of ``branch`` (nested if/with/try included, loops excluded) that raise, with
+        ``None`` for a raise written there, else where the helper the statement calls raises
+        (``external``: also helpers of other files of the project, which may read the project facts)."""
         for stmt in branch:
             if isinstance(stmt, ast.Raise):
                 if not self._reraise(stmt):
-                    yield stmt, False
+                    yield stmt, None
+            elif isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Constant) and not stmt.test.value:
+                yield stmt, None  # `assert False, msg`: raises AssertionError wherever it runs
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-                if self._always_raising_call(stmt.value, func):
-                    yield stmt, True
+                where = self._raising_call(stmt.value, func, 0, external)
+                if where is not None:
+                    yield stmt, where
             elif isinstance(stmt, ast.If):
-                yield from self._raising_statements(stmt.body, func)
-                yield from self._raising_statements(stmt.orelse, func)
+                yield from self._raising_statements(stmt.body, func, external)
+                yield from self._raising_statements(stmt.orelse, func, external)
             elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-                yield from self._raising_statements(stmt.body, func)
+                yield from self._raising_statements(stmt.body, func, external)
             elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-                yield from self._raising_statements(stmt.body, func)
-                yield from self._raising_statements(stmt.orelse, func)
-                yield from self._raising_statements(stmt.finalbody, func)
+                yield from self._raising_statements(stmt.body, func, external)
+                yield from self._raising_statements(stmt.orelse, func, external)
+                yield from self._raising_statements(stmt.finalbody, func, external)
                 for handler in stmt.handlers:
-                    yield from self._raising_statements(handler.body, func)
+                    yield from self._raising_statements(handler.body, func, external)
 
     def _reraise(self, stmt: ast.Raise) -> bool:
         """True for a bare ``raise`` or ``raise e`` of the exception an enclosing ``except ... as e``
@@ -1142,18 +1426,20 @@ class _FileChecker:
             found = self._any_walk(node.test, func, negated=True)
             if found is not None and found[0] and id(node) not in self.reported:
                 self.reported.add(id(node))
-                yield self._finding(node, found[1], False, False, None)
+                yield self._finding(node, found[1], f"`{self._text(node.test)}` asserted over the walk", False, None, True)
             return
         found = self._any_walk(node.test, func, negated=False)
         if found is None:
             return
         in_body, walk, safe_branch = found
         branch = node.body if in_body else node.orelse
-        for stmt, via_helper in self._raising_statements(branch, func):
+        for stmt, where in self._raising_statements(branch, func):
             if id(stmt) in self.reported:
                 continue
             self.reported.add(id(stmt))
-            yield self._finding(stmt, walk, via_helper, safe_branch, None)
+            evidence = f"`{self._text(node.test)}` tested over the walk, " + (
+                "raise here" if where is None else f"raise in {where}")
+            yield self._finding(stmt, walk, evidence, safe_branch, None, where is None)
 
     def _any_walk(self, test: ast.AST, scope, negated: bool):
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -1179,21 +1465,23 @@ class _FileChecker:
         elt = ast.BoolOp(op=ast.And(), values=[gen.elt, *comp.ifs]) if comp.ifs else gen.elt
         facts = self.facts(elt, walk.var)
         if test.func.id == "any":
-            facts = Facts(facts.a, facts.b, facts.c, False)
+            facts = Facts(facts.a, facts.b, facts.c, False, facts.m)
         else:
-            facts = Facts(facts.a, False, facts.c, facts.d)
+            facts = Facts(facts.a, False, facts.c, facts.d, facts.m)
         if negated:
             facts = facts.negate()
-        if facts.a or facts.b:
+        if facts.body_hazard:
             return True, walk, facts.a
-        if facts.c or facts.d:
+        if facts.else_hazard:
             return False, walk, facts.c
         return None
 
     # ------------------------------------------------------------------ findings and fixes
-    def _finding(self, stmt: ast.stmt, walk: Walk, via_helper: bool, safe: bool, loop) -> Finding:
+    def _finding(self, stmt: ast.stmt, walk: Walk, evidence: str, safe: bool, loop, closed: bool) -> Finding:
+        """The finding at ``stmt``; ``evidence``: where the marker test and the raise were found;
+        ``closed``: both are written in this function (HIGH), else through a helper (INFERENCE)."""
         ctx = self.ctx
-        confidence = Confidence.INFERENCE if via_helper else Confidence.HIGH
+        confidence = Confidence.HIGH if closed else Confidence.INFERENCE
         fix = None
         if loop is None or isinstance(stmt, ast.Assert):
             advice = "skip already-wrapped submodules instead of raising"
@@ -1209,7 +1497,8 @@ class _FileChecker:
                 fix = ctx.make_fix(self._continue_edits(stmt), "Replace the raise with 'continue'", applicability)
             else:
                 advice = "skip it (a 'continue' here would bind to the inner loop)"
-        return ctx.finding(self.rule, stmt, args=(walk.var, walk.text, advice), confidence=confidence, fix=fix)
+        return ctx.finding(self.rule, stmt, args=(walk.var, walk.text, advice, evidence), confidence=confidence,
+                           fix=fix)
 
     def _continue_edits(self, stmt: ast.stmt) -> list[Edit]:
         """Replace the whole statement by ``continue``; comments inside it move above it."""
@@ -1226,6 +1515,43 @@ class _FileChecker:
         newline = source.newline()
         content = "".join(c + newline + indent for c in comments) + "continue"
         return [Edit(start, end, content)]
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``text`` on one line, cut at ``limit`` characters (evidence in messages)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _statement_call(stmt: ast.AST) -> ast.Call | None:
+    """The call a simple statement makes as a whole (``f(x)``, ``y = f(x)``, ``return f(x)``)."""
+    value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Return)) else None
+    if isinstance(value, ast.Await):
+        value = value.value
+    return value if isinstance(value, ast.Call) else None
+
+
+def _calls_in(branch: Sequence[ast.stmt]) -> bool:
+    """True when a statement of ``branch`` (nested if/with/try included) is a call: a helper that may
+    raise, looked for only once the test is known to matter."""
+    for stmt in branch:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            return True
+        if isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try)) or type(stmt).__name__ == "TryStar":
+            inner = [*getattr(stmt, "body", []), *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", [])]
+            inner += [s for h in getattr(stmt, "handlers", []) for s in h.body]
+            if _calls_in(inner):
+                return True
+    return False
+
+
+def _assigned(func: ast.AST) -> set[str]:
+    """Names ``func`` binds in its body (not entering nested scopes)."""
+    names: set[str] = set()
+    for node in _walk_no_scopes(func.body):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+    return names
 
 
 def _clears(value: ast.AST) -> bool:
