@@ -5,13 +5,21 @@ one that only releases outside it have is reported with those releases named."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from packaging.specifiers import SpecifierSet
 
+from hp_invariants import catalog as catalog_module
+from hp_invariants import engine
 from hp_invariants.catalog import Catalog, admits, declared_ranges, poetry_specifiers
+from hp_invariants.config import Overrides, Resolver
+from hp_invariants.project import Project
+from hp_invariants.registry import RULES
+from hp_invariants.rules.undefined_method_call import UndefinedMethodCall
 
 # a small catalog of the bundled file's shape: transformers' Base had ``old_api`` up to 4.49 and
 # gains ``new_api`` in 5.0; it inherits torch's Module, which gains ``compile`` in 2.5
@@ -224,3 +232,87 @@ def test_members_in_and_the_breaking_note(small):
     assert small.breaking_note(["transformers.Base"], "old_api", {}) == ""  # no range: it is defined
     assert small.breaking_note(["transformers.Base"], "nowhere", _ranges(transformers=">=5")) == ""
     assert small.runs("transformers", ["4.30.2", "4.36.2", "5.0.0"]) == "4.30.2-4.36.2, 5.0.0"
+
+
+# ---------------------------------------------------------------------- the bundled catalog
+def test_bundled_catalog_is_versioned_and_small():
+    bundled = catalog_module.load()
+    for library in ("torch", "transformers", "diffusers", "mindspore"):
+        assert len(bundled.versions[library]) >= 3, library
+        assert set(bundled.read[library]) == set(bundled.versions[library])
+    assert Path(catalog_module.CATALOG_PATH).stat().st_size < 2_000_000
+    every = bundled.entries_for({})
+    assert "get_input_embeddings" in every["transformers.PreTrainedModel"].members
+    assert every["torch.nn.Module"] is every["torch.nn.modules.module.Module"]
+
+
+def test_bundled_preTrainedModel_members_follow_the_transformers_range():
+    """transformers 4.x's PreTrainedModel inherits GenerationMixin; 5.x's does not."""
+    old = catalog_module.entries_for(_ranges(transformers="<4.50"))["transformers.PreTrainedModel"]
+    new = catalog_module.entries_for(_ranges(transformers=">=5"))["transformers.PreTrainedModel"]
+    assert "generate" in old.members and "generate" not in new.members
+    where = catalog_module.members_in("transformers.PreTrainedModel", "generate")["transformers"]
+    assert "4.49.0" in where and "5.0.0" not in where
+
+
+def test_catalog_module_never_imports_a_framework():
+    code = ("import sys, hp_invariants.catalog as c\n"
+            "c.entries_for({}); c.declared_ranges('.')\n"
+            "assert not {'torch', 'transformers', 'diffusers', 'mindspore'} & set(sys.modules), sys.modules.keys()\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------------- E9503 with declared ranges
+MODEL = """\
+from transformers import PreTrainedModel
+
+
+class TinyModel(PreTrainedModel):
+    def forward(self, input_ids):
+        return self.generate(input_ids)
+
+
+def build(config):
+    return TinyModel(config)
+"""
+
+
+def _project(root: Path, pyproject: str) -> Path:
+    return _write(root, {"pyproject.toml": pyproject, "pkg/__init__.py": "", "pkg/model.py": MODEL})
+
+
+def _findings(root: Path, cache: Path | None = None):
+    project = Project(use_cache=False) if cache is None else None
+    if cache is None:
+        session = engine.session_for_rules([UndefinedMethodCall()], project=project)
+        return session.check_bytes(str(root / "pkg" / "model.py"), (root / "pkg" / "model.py").read_bytes()).findings
+    session = engine.default_session(Resolver(RULES, Overrides(cache_dir=str(cache))), cache_dir=str(cache))
+    result = engine.run_check(session, [str(root)])
+    return [f for f in result.findings if f.rule_id == "E9503"], session.results.stats
+
+
+def test_e9503_reads_the_declared_range(tmp_path):
+    old = _project(tmp_path / "old", '[project]\nname = "x"\ndependencies = ["transformers<4.50"]\n')
+    new = _project(tmp_path / "new", '[project]\nname = "x"\ndependencies = ["transformers>=5"]\n')
+    none = _project(tmp_path / "none", '[project]\nname = "x"\n')
+    assert _findings(old) == [] and _findings(none) == []
+    (finding,) = _findings(new)
+    assert finding.args[1] == "generate"
+    assert "it exists in transformers 4.30.2-" in finding.message
+    assert ", outside the declared range transformers>=5" in finding.message
+
+
+def test_results_cache_follows_the_declared_range(tmp_path):
+    root = _project(tmp_path / "proj", '[project]\nname = "x"\ndependencies = ["transformers>=5"]\n')
+    cache = tmp_path / "cache"
+    findings, _ = _findings(root, cache)
+    assert len(findings) == 1
+    findings, stats = _findings(root, cache)
+    assert len(findings) == 1 and stats["hits"] == 2
+    (root / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["transformers<4.50"]\n')
+    findings, stats = _findings(root, cache)
+    assert findings == [] and stats["misses"] >= 1
+    # a range that admits the same catalogued releases: the cached results stay valid
+    (root / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["transformers<=4.49.0"]\n')
+    findings, stats = _findings(root, cache)
+    assert findings == [] and stats["misses"] == 0

@@ -667,13 +667,15 @@ class _State:
 
     # ------------------------------------------------------------------ findings
     def report(self, node: ast.Attribute, class_label: str, name: str, members: Iterable[str],
-               confidence: Confidence, fix=None, evidence: str = "") -> Finding:
-        """The finding at ``node``; its message names close members and states ``evidence`` (what
-        was resolved where and what was ruled out: see :meth:`evidence`)."""
+               confidence: Confidence, fix=None, evidence: str = "", catalog: Iterable[str] = ()) -> Finding:
+        """The finding at ``node``; its message names close members, the catalogued releases outside
+        the project's declared range that have ``name`` (``catalog``: the catalog classes reached)
+        and states ``evidence`` (what was resolved where and what was ruled out: see :meth:`evidence`)."""
         import difflib  # noqa: PLC0415 - only when there is something to report
 
         close = difflib.get_close_matches(name, sorted(m for m in members if not m.startswith("__")), n=3, cutoff=0.6)
         hint = ("; did you mean " + ", ".join(f"'{c}'" for c in close) + "?") if close else ""
+        hint += self.view.breaking_note(catalog, name)  # releases outside the declared range that have it
         if evidence:
             hint += f" [{evidence}]"
         return self.ctx.finding(self.rule, node, args=(class_label, name, hint), confidence=confidence, fix=fix)
@@ -730,7 +732,8 @@ class _State:
                         if kind == "self" and anchor.__class__ is ast.Call and anchor.func is func else None
                     built = self.used(key, hier)
                     yield self.report(func, simple, name, hier.members,
-                                      Confidence.HIGH if built else Confidence.INFERENCE, fix, self.evidence(key, built))
+                                      Confidence.HIGH if built else Confidence.INFERENCE, fix, self.evidence(key, built),
+                                      hier.catalog)
                 elif _is_super(value, class_node.name, receiver) and ok:
                     if name in hier.inherited or self.guarded(anchor, method, "super()", name, scan.guards):
                         continue
@@ -742,7 +745,8 @@ class _State:
                         continue  # combined with other bases outside the project (type(...), users)
                     built = self.used(key, hier)
                     yield self.report(func, f"super({simple})", name, hier.inherited,
-                                      Confidence.HIGH if built else Confidence.INFERENCE, evidence=self.evidence(key, built))
+                                      Confidence.HIGH if built else Confidence.INFERENCE, evidence=self.evidence(key, built),
+                                      catalog=hier.catalog)
                 elif kind == "self" and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                         and value.value.id == receiver:
                     if attr_classes is None:
@@ -757,7 +761,7 @@ class _State:
                         continue
                     yield self.report(func, target[1].rsplit(".", 1)[-1], name, target_hier.members, Confidence.HIGH,
                                       evidence=f"self.{value.attr} is built in __init__ by {target[1]}; "
-                                               + self.evidence(target, True))
+                                               + self.evidence(target, True), catalog=target_hier.catalog)
 
     def annotates_self(self, annotation: ast.AST, key: ClassKey) -> bool:
         """True when a first parameter's annotation names the class itself, ``Self`` or ``type``."""
@@ -854,7 +858,8 @@ class _State:
                     continue
                 yield self.report(call.func, key[1].rsplit(".", 1)[-1], name, hier.members, Confidence.INFERENCE,
                                   evidence=f"parameter '{value.id}' annotated {key[1].rsplit('.', 1)[-1]} (a subclass "
-                                           f"instance may be passed); " + self.evidence(key, self.used(key, hier)))
+                                           f"instance may be passed); " + self.evidence(key, self.used(key, hier)),
+                                  catalog=hier.catalog)
 
     # ------------------------------------------------------------------ locals bound to framework wrappers
     def check_wrapped(self, functions: list) -> Iterator[Finding]:
@@ -894,7 +899,7 @@ class _State:
                     continue
                 yield self.report(call.func, entry.qualname.rsplit(".", 1)[-1], name, entry.members, Confidence.HIGH,
                                   evidence=f"'{value.id}' is bound once to {entry.qualname} (catalog), which forwards "
-                                           f"no attribute to the wrapped module")
+                                           f"no attribute to the wrapped module", catalog=(entry.qualname,))
 
     # ------------------------------------------------------------------ the accessor fix
     def accessor_fix(self, key: ClassKey, hier: Hierarchy, class_node: ast.ClassDef, name: str):
