@@ -35,12 +35,27 @@ namespace packages (folders without `__init__.py`, PEP 420: `from models.base im
 such files share is unknown unless one is in the importing file's folder; none starts like a regular
 package or root module of the project, a catalogued library or a standard-library module, which
 Python imports instead: `docs/_mock/torch/nn.py` is not `torch.nn`), and framework bases come from a bundled
-catalog generated from the real libraries (`torch.nn.Module` and its containers,
-`torch.autograd.Function`, `transformers.PreTrainedModel` and its mixins, `mindspore.nn.Cell`,
+catalog generated from real releases of the libraries (`torch.nn.Module` and its containers,
+`torch.autograd.Function`, the DDP/FSDP wrappers, `transformers.PreTrainedModel` and its mixins,
+`diffusers.ModelMixin`, `ConfigMixin`, `DiffusionPipeline` and `SchedulerMixin`, `mindspore.nn.Cell`,
 builtins and common stdlib bases; `scripts/gen_framework_catalog.py` regenerates it), so the rule
-needs no torch at lint time. A catalogued class's members are what `dir()` lists plus what the
-library's own methods assign on `self`, in any method (`PreTrainedModel._set_gradient_checkpointing`
-sets `_gradient_checkpointing_func`), as for a project class.
+needs no torch at lint time. A catalogued class's members are what its class bodies define plus
+what the library's own methods assign on `self`, in any method
+(`PreTrainedModel._set_gradient_checkpointing` sets `_gradient_checkpointing_func`), as for a
+project class.
+
+Members depend on the library release, so the catalog holds several releases of each library
+(torch 2.0-2.15, transformers 4.30-5.25, diffusers 0.20-0.42, mindspore 2.0 and 2.7-2.10; the
+newest patch of each minor series), each member with the releases that have it, and the rule
+reads the version ranges the project declares for these libraries at its root: `pyproject.toml`
+(`[project]` dependencies and optional dependencies, `[dependency-groups]`, Poetry's dependency
+tables), the literal `install_requires`/`extras_require` of `setup.py` (read, never run),
+`setup.cfg`, `requirements*.txt` and `requirements/*.txt`. A member that a catalogued release
+inside the range has is defined (a project declaring `transformers<4.50` may call
+`self.get_head_mask(...)` on a `PreTrainedModel`, which transformers 5 removed); a library without
+a declared range, or whose range admits no catalogued release, counts every catalogued release.
+A message on a member that only releases outside the range have names them:
+`...; it exists in transformers 4.30.2-4.57.6, outside the declared range transformers>=5`.
 
 A name counts as defined when the class or an ancestor has a method, property, staticmethod or
 classmethod, a class attribute or nested class of that name, or assigns it: `self.m = ...`,
