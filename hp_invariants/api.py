@@ -428,6 +428,13 @@ class ProjectFacts:
     """The type of the records :meth:`dependencies` returns (the store keeps them with each file's
     results and gives them back to :meth:`still_valid` checked and decoded)."""
 
+    def root_inputs(self, root: Path) -> str:
+        """Return a text of what the project object reads from the project ``root`` besides its
+        Python files (E9503: the library versions the project declares), or ``""`` (default). It is
+        part of the project's fingerprint (:meth:`hp_invariants.project.Project.root_fingerprint`),
+        so the results cache takes no file's results as current once it changed."""
+        return ""
+
     def track(self, data: Any) -> tuple[Any, Any]:
         """Return ``(view, tracker)``: the object a rule reads while checking one file instead of
         ``data``, and what :meth:`dependencies` turns into that file's dependency record. Default:

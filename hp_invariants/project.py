@@ -141,6 +141,7 @@ class Project:
         self._roots: dict[str, Path] = {}
         self._marked: dict[str, Any] = {}  # the memo of find_project_root
         self._scans: dict[tuple[Path, str], tuple[Scan, dict]] = {}
+        self._inputs: dict[tuple[Path, str], str] = {}  # (root, facts kind) -> ProjectFacts.root_inputs
         self._early: dict[str, tuple[bytes, Any]] = {}  # path -> (content digest, early analysis)
         self.lazy_facts: Sequence[ProjectFacts] = ()
         """Kinds built together with any kind a rule asks for through :meth:`data` (one walk and
@@ -236,10 +237,20 @@ class Project:
         root = root if root.is_absolute() else Path(os.path.abspath(root))
         done = next((found for (scanned, _kinds), found in self._scans.items() if scanned == root), None)
         if done is not None:  # the walk and the digests do not depend on the kinds of facts: reuse it
-            return done[0].fingerprint
-        with budget_paused():
-            scan, _ = self._scan(root, facts)
-        return scan.fingerprint
+            fingerprint = done[0].fingerprint
+        else:
+            with budget_paused():
+                fingerprint = self._scan(root, facts)[0].fingerprint
+        inputs = []
+        for fa in facts:  # what the facts read besides the Python files (read once per root and run)
+            found = self._inputs.get((root, fa.key))
+            if found is None:
+                found = self._inputs[(root, fa.key)] = fa.root_inputs(root)
+            inputs.append(found)
+        if not any(inputs):
+            return fingerprint
+        return hashlib.blake2b("\0".join([fingerprint, *inputs]).encode("utf-8", "surrogateescape"),
+                               digest_size=16).hexdigest()
 
     # ------------------------------------------------------------------ walking
     def _scan(self, root: Path, facts: Sequence[ProjectFacts]) -> tuple[Scan, dict]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,8 +112,13 @@ def cases_as_projects(cases: list[CheckerCase], folder: Path) -> dict[Path, Path
     copies = {}
     for index, case in enumerate(cases):
         root = folder / f"case{index:04d}"
-        root.mkdir(parents=True)
-        (root / "pyproject.toml").write_text("[tool.hp-invariants]\n")
+        if case.base.name == case.name.split("/")[-1]:  # a project case: its own configuration files too
+            shutil.copytree(case.base, root)
+        root.mkdir(parents=True, exist_ok=True)
+        pyproject = root / "pyproject.toml"
+        text = pyproject.read_text() if pyproject.exists() else ""
+        if "[tool.hp-invariants]" not in text:
+            pyproject.write_text(text + "\n[tool.hp-invariants]\n")
         for path in case.files:
             copy = root / path.relative_to(case.base)
             copy.parent.mkdir(parents=True, exist_ok=True)

@@ -35,12 +35,27 @@ namespace packages (folders without `__init__.py`, PEP 420: `from models.base im
 such files share is unknown unless one is in the importing file's folder; none starts like a regular
 package or root module of the project, a catalogued library or a standard-library module, which
 Python imports instead: `docs/_mock/torch/nn.py` is not `torch.nn`), and framework bases come from a bundled
-catalog generated from the real libraries (`torch.nn.Module` and its containers,
-`torch.autograd.Function`, `transformers.PreTrainedModel` and its mixins, `mindspore.nn.Cell`,
+catalog generated from real releases of the libraries (`torch.nn.Module` and its containers,
+`torch.autograd.Function`, the DDP/FSDP wrappers, `transformers.PreTrainedModel` and its mixins,
+`diffusers.ModelMixin`, `ConfigMixin`, `DiffusionPipeline` and `SchedulerMixin`, `mindspore.nn.Cell`,
 builtins and common stdlib bases; `scripts/gen_framework_catalog.py` regenerates it), so the rule
-needs no torch at lint time. A catalogued class's members are what `dir()` lists plus what the
-library's own methods assign on `self`, in any method (`PreTrainedModel._set_gradient_checkpointing`
-sets `_gradient_checkpointing_func`), as for a project class.
+needs no torch at lint time. A catalogued class's members are what its class bodies define plus
+what the library's own methods assign on `self`, in any method
+(`PreTrainedModel._set_gradient_checkpointing` sets `_gradient_checkpointing_func`), as for a
+project class.
+
+Members depend on the library release, so the catalog holds several releases of each library
+(torch 2.0-2.15, transformers 4.30-5.25, diffusers 0.20-0.42, mindspore 2.0 and 2.7-2.10; the
+newest patch of each minor series), each member with the releases that have it, and the rule
+reads the version ranges the project declares for these libraries at its root: `pyproject.toml`
+(`[project]` dependencies and optional dependencies, `[dependency-groups]`, Poetry's dependency
+tables), the literal `install_requires`/`extras_require` of `setup.py` (read, never run),
+`setup.cfg`, `requirements*.txt` and `requirements/*.txt`. A member that a catalogued release
+inside the range has is defined (a project declaring `transformers<4.50` may call
+`self.get_head_mask(...)` on a `PreTrainedModel`, which transformers 5 removed); a library without
+a declared range, or whose range admits no catalogued release, counts every catalogued release.
+A message on a member that only releases outside the range have names them:
+`...; it exists in transformers 4.30.2-4.57.6, outside the declared range transformers>=5`.
 
 A name counts as defined when the class or an ancestor has a method, property, staticmethod or
 classmethod, a class attribute or nested class of that name, or assigns it: `self.m = ...`,
@@ -667,13 +682,15 @@ class _State:
 
     # ------------------------------------------------------------------ findings
     def report(self, node: ast.Attribute, class_label: str, name: str, members: Iterable[str],
-               confidence: Confidence, fix=None, evidence: str = "") -> Finding:
-        """The finding at ``node``; its message names close members and states ``evidence`` (what
-        was resolved where and what was ruled out: see :meth:`evidence`)."""
+               confidence: Confidence, fix=None, evidence: str = "", catalog: Iterable[str] = ()) -> Finding:
+        """The finding at ``node``; its message names close members, the catalogued releases outside
+        the project's declared range that have ``name`` (``catalog``: the catalog classes reached)
+        and states ``evidence`` (what was resolved where and what was ruled out: see :meth:`evidence`)."""
         import difflib  # noqa: PLC0415 - only when there is something to report
 
         close = difflib.get_close_matches(name, sorted(m for m in members if not m.startswith("__")), n=3, cutoff=0.6)
         hint = ("; did you mean " + ", ".join(f"'{c}'" for c in close) + "?") if close else ""
+        hint += self.view.breaking_note(catalog, name)  # releases outside the declared range that have it
         if evidence:
             hint += f" [{evidence}]"
         return self.ctx.finding(self.rule, node, args=(class_label, name, hint), confidence=confidence, fix=fix)
@@ -730,7 +747,8 @@ class _State:
                         if kind == "self" and anchor.__class__ is ast.Call and anchor.func is func else None
                     built = self.used(key, hier)
                     yield self.report(func, simple, name, hier.members,
-                                      Confidence.HIGH if built else Confidence.INFERENCE, fix, self.evidence(key, built))
+                                      Confidence.HIGH if built else Confidence.INFERENCE, fix, self.evidence(key, built),
+                                      hier.catalog)
                 elif _is_super(value, class_node.name, receiver) and ok:
                     if name in hier.inherited or self.guarded(anchor, method, "super()", name, scan.guards):
                         continue
@@ -742,7 +760,8 @@ class _State:
                         continue  # combined with other bases outside the project (type(...), users)
                     built = self.used(key, hier)
                     yield self.report(func, f"super({simple})", name, hier.inherited,
-                                      Confidence.HIGH if built else Confidence.INFERENCE, evidence=self.evidence(key, built))
+                                      Confidence.HIGH if built else Confidence.INFERENCE, evidence=self.evidence(key, built),
+                                      catalog=hier.catalog)
                 elif kind == "self" and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                         and value.value.id == receiver:
                     if attr_classes is None:
@@ -757,7 +776,7 @@ class _State:
                         continue
                     yield self.report(func, target[1].rsplit(".", 1)[-1], name, target_hier.members, Confidence.HIGH,
                                       evidence=f"self.{value.attr} is built in __init__ by {target[1]}; "
-                                               + self.evidence(target, True))
+                                               + self.evidence(target, True), catalog=target_hier.catalog)
 
     def annotates_self(self, annotation: ast.AST, key: ClassKey) -> bool:
         """True when a first parameter's annotation names the class itself, ``Self`` or ``type``."""
@@ -854,7 +873,8 @@ class _State:
                     continue
                 yield self.report(call.func, key[1].rsplit(".", 1)[-1], name, hier.members, Confidence.INFERENCE,
                                   evidence=f"parameter '{value.id}' annotated {key[1].rsplit('.', 1)[-1]} (a subclass "
-                                           f"instance may be passed); " + self.evidence(key, self.used(key, hier)))
+                                           f"instance may be passed); " + self.evidence(key, self.used(key, hier)),
+                                  catalog=hier.catalog)
 
     # ------------------------------------------------------------------ locals bound to framework wrappers
     def check_wrapped(self, functions: list) -> Iterator[Finding]:
@@ -894,7 +914,7 @@ class _State:
                     continue
                 yield self.report(call.func, entry.qualname.rsplit(".", 1)[-1], name, entry.members, Confidence.HIGH,
                                   evidence=f"'{value.id}' is bound once to {entry.qualname} (catalog), which forwards "
-                                           f"no attribute to the wrapped module")
+                                           f"no attribute to the wrapped module", catalog=(entry.qualname,))
 
     # ------------------------------------------------------------------ the accessor fix
     def accessor_fix(self, key: ClassKey, hier: Hierarchy, class_node: ast.ClassDef, name: str):

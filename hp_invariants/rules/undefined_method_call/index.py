@@ -26,9 +26,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, NamedTuple, Optional, Sequence
 
+from hp_invariants import catalog as framework_catalog
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
                                    string_value, walk_nodes)
 from hp_invariants.api import KeyedTable, ListTable, Plain, ProjectFacts
+from hp_invariants.catalog import CatalogEntry
 
 UNKNOWN = "?"
 """A base expression that cannot be named statically (``namedtuple(...)``, a local variable)."""
@@ -1033,31 +1035,15 @@ def summarize(tree: ast.Module, module: str, is_package: bool = False,
 
 
 # ---------------------------------------------------------------------- framework catalog
-class CatalogEntry(NamedTuple):
-    """A framework class from ``data/framework_members.json`` (members already flattened)."""
-
-    qualname: str
-    members: frozenset[str]
-    dynamic: bool
-    registry_getattr: bool
-
-
 @lru_cache(maxsize=None)
 def load_catalog(path: str | None = None) -> dict[str, CatalogEntry]:
-    """Return ``alias -> CatalogEntry`` from the bundled catalog (read once per process).
+    """Return ``alias -> CatalogEntry`` of the bundled catalog for every catalogued release (no
+    declared range; see :mod:`hp_invariants.catalog`), read once per process.
 
     Raises ``OSError``/``ValueError`` only if the installed package data is missing or corrupt.
     """
-    path = path or os.path.join(os.path.dirname(__file__), "..", "..", "data", "framework_members.json")
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    out: dict[str, CatalogEntry] = {}
-    for qual, item in data["classes"].items():
-        entry = CatalogEntry(qual, frozenset(sys.intern(m) for m in item["members"]),
-                             bool(item.get("dynamic_getattr")), bool(item.get("registry_getattr")))
-        for alias in [qual, *item.get("aliases", [])]:
-            out.setdefault(alias, entry)
-    return out
+    catalog = framework_catalog.load(path) if path else framework_catalog.load()
+    return catalog.entries_for({})
 
 
 KEYED_CONTAINERS = frozenset({"torch.nn.modules.container.ModuleDict", "torch.nn.modules.container.ParameterDict",
@@ -1115,7 +1101,10 @@ class ClassIndex:
         self.digests = digests if digests is not None else [b""] * len(paths)
         self.paths = paths
         self.files = files
-        self.catalog = load_catalog()
+        # the catalog for the library versions the project declares (pyproject, setup, requirements)
+        self.ranges = framework_catalog.declared_ranges(self.root)
+        self.catalog = framework_catalog.entries_for(self.ranges)
+        self.catalog_key = framework_catalog.selection_key(self.ranges)
         self._by_module: dict[str, list[int]] = {}
         for i, module in enumerate(modules if modules is not None else (summary.module for summary in files)):
             self._by_module.setdefault(module, []).append(i)
@@ -1585,6 +1574,13 @@ class ClassIndex:
         self._possible_memo[key] = out
         return out
 
+    def breaking_note(self, catalog: Iterable[str], name: str) -> str:
+        """``"; it exists in transformers 4.30.2-4.49.0, outside the declared range
+        transformers>=5"`` when ``name``, missing from the catalogued classes ``catalog`` (qualnames)
+        under the project's declared library ranges, exists in a catalogued release outside them;
+        else ``""`` (see :func:`hp_invariants.catalog.breaking_note`)."""
+        return framework_catalog.breaking_note(catalog, name, self.ranges) if self.ranges else ""
+
     def stored_on_catalog(self, entry: CatalogEntry, name: str) -> bool:
         """True when some file stores ``name`` on a receiver of unknown class or of class ``entry``."""
         stores = self._stores if self._stores is not None else self._stores_table()
@@ -1704,6 +1700,8 @@ class DependencyRecord(NamedTuple):
 
     questions: tuple[Plain, ...]
     answers: str
+    catalog: str
+    """The library releases the catalog answered for (:func:`hp_invariants.catalog.selection_key`)."""
 
 
 class ClassIndexFacts(ProjectFacts):
@@ -1744,6 +1742,10 @@ class ClassIndexFacts(ProjectFacts):
         return ClassIndex.from_parts(parts)
 
     # ------------------------------------------------------------------ the results cache
+    def root_inputs(self, root: Path) -> str:
+        """The library ranges the project ``root`` declares (the catalog the index answers from)."""
+        return framework_catalog.ranges_text(framework_catalog.declared_ranges(root))
+
     def track(self, data: "ClassIndex") -> tuple["_TrackedIndex", "_Questions"]:
         """Return a view of the index that records every question E9503 asks of it."""
         questions = _Questions()
@@ -1757,14 +1759,14 @@ class ClassIndexFacts(ProjectFacts):
         without parsing it)."""
         view = tracker.view
         if view is None:
-            return DependencyRecord((), _answers_digest([]))
+            return DependencyRecord((), _answers_digest([]), "")
         if tracker.overlaid:
             return None
         asked = list(dict.fromkeys(tracker.asked))
         answers = tracker.answers
         if any(answers.get(q, (None,))[0] is not view for q in asked):  # asked of another view: ask again
             questions = [_normal(view, q, question=True) for q in asked]
-            return DependencyRecord(tuple(questions), _answers_digest(_answers(view, asked)))
+            return DependencyRecord(tuple(questions), _answers_digest(_answers(view, asked)), view.catalog_key)
         # the files of one run ask the same view many of the same questions: each question's normal
         # form and its answer's text are computed once per view (answers are pure functions of it)
         memo = view._dependency_memo
@@ -1775,12 +1777,15 @@ class ClassIndexFacts(ProjectFacts):
                 found = memo[q] = (_normal(view, q, question=True), _answer_text(_normal(view, answers[q][1])))
             questions.append(found[0])
             texts.append(found[1])
-        return DependencyRecord(tuple(questions), _text_digest("[" + ", ".join(texts) + "]"))
+        return DependencyRecord(tuple(questions), _text_digest("[" + ", ".join(texts) + "]"), view.catalog_key)
 
     def still_valid(self, data: "ClassIndex", path: str, digest: bytes, record: object) -> bool:
         """Replay the recorded questions on the index ``data``: True when the file is indexed with the
-        same content and every answer is the same as when its findings were computed."""
+        same content, the catalog answers for the same library releases (the project's declared
+        ranges admit the same ones) and every answer is the same as when its findings were computed."""
         if not isinstance(record, DependencyRecord):
+            return False
+        if record.questions and record.catalog != data.catalog_key:  # a file that asked nothing read no catalog
             return False
         i = data.file_index(path)
         if i is None or data.digests[i] != digest:
@@ -1806,7 +1811,7 @@ _TRACKED = ("resolve", "summary", "hierarchy", "class_name", "constructed", "pat
             "is_test", "flag_set", "mro_evidence")
 """The :class:`ClassIndex` questions E9503 asks while checking a file: its findings are a function of
 the file's tree, its options and these answers (plus the bundled catalog, which the cache's version
-tag covers)."""
+tag covers, read for the library releases the project's declared ranges admit: the record's ``catalog``)."""
 
 
 class _Questions:
