@@ -298,6 +298,25 @@ def test_since_across_a_rename_and_fix_since(repo):
     assert "raise ValueError" in repo.read("pkg/old_wrapping.py")
 
 
+def test_since_with_a_baseline_keeps_still_present_accepted_findings_off_the_stale_list(repo):
+    # issue #25: --since ran before the baseline, so an accepted finding that --since dropped as
+    # "already there" was reported as a stale baseline entry ("no longer occurs")
+    repo.write("pkg/legacy.py", LEGACY)
+    assert repo.hp("baseline", "--no-cache")[0] == 0
+    base = repo.commit("adopt with a baseline")
+    repo.write("pkg/new.py", LEGACY.replace("wrap_all", "wrap_new"))
+    repo.commit("a new violation")
+    code, findings, err = repo.check("--since", base, "--fail-on-stale-baseline")
+    assert [(f["path"], f["id"]) for f in findings] == [("pkg/new.py", "E9504")]
+    assert "stale baseline entry" not in err and code == 1
+    repo.write("pkg/new.py", "")  # the new one fixed: clean, and still nothing stale
+    code, findings, err = repo.check("--since", base, "--fail-on-stale-baseline")
+    assert (code, findings) == (0, []) and "stale" not in err
+    repo.write("pkg/legacy.py", "")  # the accepted one gone: now it is stale
+    code, _findings, err = repo.check("--since", base, "--fail-on-stale-baseline")
+    assert code == 1 and "stale baseline entry" in err and "pkg/legacy.py" in err
+
+
 def test_since_errors_outside_git_and_for_unknown_rev(tmp_path, monkeypatch, capsys):
     folder = tmp_path / "plain"
     folder.mkdir()

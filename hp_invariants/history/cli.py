@@ -246,29 +246,31 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
             findings.sort(key=Finding.sort_key)
         findings = annotate(findings, read_text_file)
         outcome = CheckOutcome(findings, fail_on_stale=args.fail_on_stale_baseline)
-        if args.since:
-            from hp_invariants.history import since
-
-            pins_rel = os.path.relpath(os.path.realpath(pins_path), _repo_root(config)) if pins_path else ""
-            commit, old = since.rev_fingerprints(args.since, args.paths or ["."],
-                                                 _tree_checker(args, session.resolver, pin_list, pins_rel))
-            new, unchanged, _ = match(findings, old)
-            outcome.findings = [dataclasses.replace(f, baseline_state="new") for f in new]
-            outcome.notes.append(f"--since {commit.short} '{commit.subject}': {len(new)} finding(s) introduced, "
-                                 f"{len(unchanged)} already there (not reported)")
+        # the baseline first, on every finding of the run: an accepted finding is stale only when it
+        # no longer occurs at all, not when --since drops it as already there
         if baseline_path:
             if not baseline_path.exists():
                 raise HistoryError(f"baseline file {baseline_path} not found (write it with `hp-invariants baseline`)")
             accepted = baseline_mod.load(baseline_path, Path(config.root))
             before = len(outcome.findings)
             new, stale = baseline_mod.filter_new(outcome.findings, accepted, checked)
-            outcome.findings = [f if f.baseline_state else dataclasses.replace(f, baseline_state="new") for f in new]
+            outcome.findings = [dataclasses.replace(f, baseline_state="new") for f in new]
             outcome.stale = stale
             outcome.notes.append(f"baseline {baseline_path}: {before - len(new)} finding(s) accepted, "
                                  f"{len(new)} new")
             for entry in stale:
                 outcome.notes.append(f"stale baseline entry (no longer occurs; `hp-invariants baseline` drops it): "
                                      f"{entry.describe()}")
+        if args.since:
+            from hp_invariants.history import since
+
+            pins_rel = os.path.relpath(os.path.realpath(pins_path), _repo_root(config)) if pins_path else ""
+            commit, old = since.rev_fingerprints(args.since, args.paths or ["."],
+                                                 _tree_checker(args, session.resolver, pin_list, pins_rel))
+            new, unchanged, _ = match(outcome.findings, old)
+            outcome.findings = [f if f.baseline_state else dataclasses.replace(f, baseline_state="new") for f in new]
+            outcome.notes.append(f"--since {commit.short} '{commit.subject}': {len(new)} finding(s) introduced, "
+                                 f"{len(unchanged)} already there (not reported)")
         return outcome
     except _errors() as exc:
         raise HistoryError(str(exc)) from exc
