@@ -135,6 +135,25 @@ def test_json_and_sarif_carry_fingerprints_and_baseline_state(repo):
     assert code == 0 and json.loads(out)["runs"][0]["results"] == []
 
 
+def test_findings_stay_history_free_and_the_report_takes_annotations_beside_them():
+    # issue #25: the fingerprint and baselineState live beside a finding, never in it
+    import dataclasses
+
+    from hp_invariants import output
+
+    assert {f.name for f in dataclasses.fields(Finding)} & {"fingerprint", "baseline_state"} == set()
+    finding = _finding("x = t.narrow(0, 0, n)\n", 1, 4, 1, 21)
+    plain = json.loads(output.render("json", [finding], [], []))["findings"][0]
+    assert "fingerprint" not in plain
+    marked = [output.Annotation("ab" * 16, "new")]
+    record = json.loads(output.render("json", [finding], [], [], marked))["findings"][0]
+    assert list(record)[-1] == "fingerprint" and record["fingerprint"] == "ab" * 16
+    result = json.loads(output.render("sarif", [finding], [], [], marked))["runs"][0]["results"][0]
+    assert result["partialFingerprints"] == {output.SARIF_FINGERPRINT_KEY: "ab" * 16} and result["baselineState"] == "new"
+    with pytest.raises(ValueError, match="annotations"):
+        output.render("json", [finding], [], [], [])
+
+
 # ---------------------------------------------------------------------- pins
 def test_pins_catch_each_seed_revert_inside_a_large_cleanup_with_moves_and_renames(repo):
     shas = incident(repo)

@@ -204,23 +204,33 @@ def _tree_checker(args: argparse.Namespace, resolver: Any, pin_list: Sequence[An
 # ---------------------------------------------------------------------- check
 @dataclass
 class CheckOutcome:
-    """What the history features made of a check: the findings to report, notes for stderr,
-    stale baseline entries and whether they fail the run."""
+    """What the history features made of a check: the findings to report with their fingerprints
+    (``marked``), notes for stderr, stale baseline entries and whether they fail the run."""
 
-    findings: list[Finding]
+    marked: list[Any]
     notes: list[str] = field(default_factory=list)
     stale: list[Any] = field(default_factory=list)
     fail_on_stale: bool = False
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The findings to report, in output order."""
+        return [item.finding for item in self.marked]
+
+    @property
+    def annotations(self) -> list[Any]:
+        """One :class:`hp_invariants.output.Annotation` per finding of :attr:`findings`."""
+        return [item.annotation() for item in self.marked]
 
     def exit_code(self, problems: Sequence[Any]) -> int:
         """2 with problems, 1 with findings (or stale entries under ``--fail-on-stale-baseline``), else 0."""
         if problems:
             return 2
-        return 1 if self.findings or (self.fail_on_stale and self.stale) else 0
+        return 1 if self.marked or (self.fail_on_stale and self.stale) else 0
 
 
 def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOutcome | None:
-    """Apply pins, fingerprints, ``--since`` and the baseline to ``result`` (the
+    """Apply pins, fingerprints, the baseline and ``--since`` to ``result`` (the
     :class:`hp_invariants.engine.RunResult` of ``session``). Returns ``None`` when no history
     feature is in use (the plain check path stays as it was). Raises :class:`HistoryError` (exit 2)
     for a git or file error."""
@@ -244,17 +254,16 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
 
             findings += pins.check(pin_list, checked, project_files, read_text_file, str(pins_path))
             findings.sort(key=Finding.sort_key)
-        findings = annotate(findings, read_text_file)
-        outcome = CheckOutcome(findings, fail_on_stale=args.fail_on_stale_baseline)
+        outcome = CheckOutcome(annotate(findings, read_text_file), fail_on_stale=args.fail_on_stale_baseline)
         # the baseline first, on every finding of the run: an accepted finding is stale only when it
         # no longer occurs at all, not when --since drops it as already there
         if baseline_path:
             if not baseline_path.exists():
                 raise HistoryError(f"baseline file {baseline_path} not found (write it with `hp-invariants baseline`)")
             accepted = baseline_mod.load(baseline_path, Path(config.root))
-            before = len(outcome.findings)
-            new, stale = baseline_mod.filter_new(outcome.findings, accepted, checked)
-            outcome.findings = [dataclasses.replace(f, baseline_state="new") for f in new]
+            before = len(outcome.marked)
+            new, stale = baseline_mod.filter_new(outcome.marked, accepted, checked)
+            outcome.marked = [item.marked_new() for item in new]
             outcome.stale = stale
             outcome.notes.append(f"baseline {baseline_path}: {before - len(new)} finding(s) accepted, "
                                  f"{len(new)} new")
@@ -267,8 +276,8 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
             pins_rel = os.path.relpath(os.path.realpath(pins_path), _repo_root(config)) if pins_path else ""
             commit, old = since.rev_fingerprints(args.since, args.paths or ["."],
                                                  _tree_checker(args, session.resolver, pin_list, pins_rel))
-            new, unchanged, _ = match(outcome.findings, old)
-            outcome.findings = [f if f.baseline_state else dataclasses.replace(f, baseline_state="new") for f in new]
+            new, unchanged, _ = match(outcome.marked, old)
+            outcome.marked = [item.marked_new() for item in new]
             outcome.notes.append(f"--since {commit.short} '{commit.subject}': {len(new)} finding(s) introduced, "
                                  f"{len(unchanged)} already there (not reported)")
         return outcome
@@ -308,15 +317,16 @@ def cmd_baseline(args: argparse.Namespace, make_session: Callable[[argparse.Name
     session, jobs = make_session(args)
     config = _config(session, args)
     result = engine.run_check(session, args.paths or ["."], jobs=jobs)
-    findings = annotate(result.findings, read_text_file)
+    findings = annotate(result.findings, read_text_file)  # fingerprinted findings
     path = _path(config, "baseline", baseline_mod.DEFAULT_NAME, args.baseline, for_write=True)
     root = Path(config.root)  # entry paths are relative to the project root
     texts: dict[str, str | None] = {}
 
-    def entry(f: Finding) -> Any:
-        if f.path not in texts:
-            texts[f.path] = read_text_file(f.path)
-        return baseline_mod.entry_for(f, texts[f.path], root)
+    def entry(item: Any) -> Any:
+        path = item.finding.path
+        if path not in texts:
+            texts[path] = read_text_file(path)
+        return baseline_mod.entry_for(item, texts[path], root)
 
     try:
         old = baseline_mod.load(path, root) if path.exists() else None
@@ -350,7 +360,7 @@ def cmd_baseline(args: argparse.Namespace, make_session: Callable[[argparse.Name
     if skipped:
         print(f"hp-invariants: {skipped} new finding(s) were NOT added (the baseline only shrinks; fix them, "
               f"or accept them with `hp-invariants baseline --update`):", file=sys.stderr)
-        _write(output.format_text([f for f in findings if id(f) in new_ids], []))
+        _write(output.format_text([item.finding for item in findings if id(item) in new_ids], []))
     if result.all_problems:
         _write(output.format_text([], result.all_problems))
         print(f"hp-invariants: {len(result.all_problems)} file(s) could not be checked: their findings are not "
