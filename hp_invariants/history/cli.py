@@ -74,7 +74,8 @@ def add_arguments(sub: Any, check: argparse.ArgumentParser, fix: argparse.Argume
     pin.add_argument("--cache-dir", metavar="DIR", help="class-index cache folder")
 
     unpin = sub.add_parser("unpin", help="remove pins (by id, or all pins of a commit)")
-    unpin.add_argument("ids", nargs="+", metavar="ID", help="pin id (E9501:Class.method) or a commit sha (7+ digits)")
+    unpin.add_argument("ids", nargs="+", metavar="ID",
+                       help="pin id (RULE:Class.method, as `pin` printed it) or a commit sha (7+ digits)")
     unpin.add_argument("--pins", metavar="FILE", help="pins file (default: config 'pins' or hp-invariants-pins.json)")
     unpin.add_argument("--config", metavar="PYPROJECT", help="pyproject.toml to read [tool.hp-invariants] from")
 
@@ -121,50 +122,66 @@ def map_rules(session: Any, wrap: Callable[[Rule], Rule]) -> None:
     session.map_settings(lambda base: dataclasses.replace(base, rules=tuple(wrap(r) for r in base.rules)))
 
 
+def _provenance_cache_dir(args: argparse.Namespace, session: Any) -> str | None:
+    """The cache folder of the provenance answers (``None`` with ``--no-cache``)."""
+    if getattr(args, "no_cache", False):
+        return None
+    from hp_invariants.store import default_cache_dir
+
+    return getattr(_config(session, args), "cache_dir", None) or default_cache_dir()
+
+
+def has_member_hook(rule: Rule) -> bool:
+    """Whether ``rule`` (or the rule a proxy wraps) implements :meth:`~hp_invariants.api.Rule.missing_member`."""
+    from hp_invariants.history.proxy import unwrap
+
+    return type(unwrap(rule)).missing_member is not Rule.missing_member
+
+
 def _wrap_restore(args: argparse.Namespace, session: Any) -> None:
-    """For ``fix``: wrap E9503 so that every fix round sees the restore-from-history fix (unless
-    ``restore-from-history = false``)."""
+    """For ``fix``: wrap the rules with the ``missing_member`` hook so that every fix round sees the
+    restore-from-history fix (unless ``restore-from-history = false``)."""
     from hp_invariants.history import restore
     from hp_invariants.history.proxy import RuleProxy
 
     if not _restore_enabled(_config(session, args)):
         return
-    transform = restore.RestoreTransform((args.paths or ["."])[0])
-    map_rules(session, lambda r: RuleProxy(r, transform) if r.symbol == restore.RULE_SYMBOL else r)
-
-
-RESTORED_SYMBOL = "undefined-method-call"
-"""The rule whose findings restore-from-history reshapes (``hp_invariants.history.restore.RULE_SYMBOL``)."""
+    transform = restore.RestoreTransform((args.paths or ["."])[0], _provenance_cache_dir(args, session))
+    map_rules(session, lambda r: RuleProxy(r, transform) if has_member_hook(r) else r)
 
 
 def prepare_check(args: argparse.Namespace, session: Any) -> Callable[[Any], None] | None:
-    """Return the restore-from-history pass of ``check`` for E9503 findings (``None`` when
-    ``restore-from-history = false``): applied to the run's results after the pipeline, so the
+    """Return the restore-from-history pass of ``check`` (``None`` when ``restore-from-history =
+    false``): for the findings of rules with the ``missing_member`` hook (E9503), the commit that
+    deleted or renamed the member, applied to the run's results after the pipeline, so the
     pipeline's rules stay the bundled ones (and its results cache applies). git is only called when
-    an E9503 finding occurs, in a git work tree. (``fix`` wraps the rule instead: see :func:`fix_session`,
-    its fix loop needs the restore fix on every round.)"""
+    such a finding occurs, in a git work tree; the answers are cached per ``HEAD``. (``fix`` wraps
+    the rules instead: see :func:`fix_session`, its fix loop needs the restore fix on every round.)"""
     if not _restore_enabled(_config(session, args)):
         return None
     start = (args.paths or ["."])[0]
+    hooked = {r.rule_id for r in session.resolver.rules if has_member_hook(r)}
 
     def post(result: Any) -> None:
         transform = None
         for file_result in result.files:
-            mine = [f for f in file_result.findings if f.symbol == RESTORED_SYMBOL]
+            mine = [f for f in file_result.findings if f.rule_id in hooked]
             if not mine:
                 continue
-            if transform is None:  # git and the restore machinery only once there is an E9503 finding
+            if transform is None:  # git and the restore machinery only once there is such a finding
                 from hp_invariants.history import restore
                 from hp_invariants.source import SourceFile, read_source_bytes
 
-                transform = restore.RestoreTransform(start)
+                transform = restore.RestoreTransform(start, _provenance_cache_dir(args, session), autosave=False)
             try:
                 source = SourceFile.from_bytes(file_result.path, read_source_bytes(file_result.path)[0])
             except (OSError, ValueError):
                 continue
-            others = [f for f in file_result.findings if f.symbol != RESTORED_SYMBOL]
+            others = [f for f in file_result.findings if f.rule_id not in hooked]
             shaped = transform(mine, types.SimpleNamespace(source=source, path=file_result.path))
             file_result.findings = sorted(others + shaped, key=Finding.sort_key)
+        if transform is not None:
+            transform.save()
 
     return post
 
@@ -194,8 +211,8 @@ def _tree_checker(args: argparse.Namespace, resolver: Any, pin_list: Sequence[An
             def project_files() -> list[str]:
                 return session.discover([tree_root])[0]
 
-            findings += pins.check(pin_list, [r.path for r in result.files], project_files, read_text_file,
-                                   os.path.join(tree_root, pins_rel))
+            findings += pins.check(pin_list, findings, [r.path for r in result.files], project_files,
+                                   read_text_file, os.path.join(tree_root, pins_rel))
         return findings
 
     return check_tree
@@ -252,7 +269,7 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
             def project_files() -> list[str]:
                 return session.discover([str(config.root)])[0]
 
-            findings += pins.check(pin_list, checked, project_files, read_text_file, str(pins_path))
+            findings += pins.check(pin_list, findings, checked, project_files, read_text_file, str(pins_path))
             findings.sort(key=Finding.sort_key)
         outcome = CheckOutcome(annotate(findings, read_text_file), fail_on_stale=args.fail_on_stale_baseline)
         # the baseline first, on every finding of the run: an accepted finding is stale only when it
@@ -411,29 +428,36 @@ def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
             parent = git.parent_of(commit.sha, root)
             pairs = [(old, new) for old, new in git.changed_files(parent, commit.sha, root) if old and new]
             removed: list[tuple[Finding, str, str]] = []
+            kept: list[tuple[Finding, str]] = []
             renamed: dict[str, str] = {}
             if parent is not None and pairs:
                 with tempfile.TemporaryDirectory(prefix="hp-invariants-pin-") as tmp:
                     before_root, after_root = os.path.join(tmp, "before"), os.path.join(tmp, "after")
                     git.extract_tree(parent, root, before_root)
                     git.extract_tree(commit.sha, root, after_root)
+                    b_paths = {old: os.path.join(before_root, old) for old, _new in pairs}
+                    a_paths = {new: os.path.join(after_root, new) for _old, new in pairs}
+                    b_all = _by_path(check_tree(before_root, sorted(set(b_paths.values()))))
+                    a_all = _by_path(check_tree(after_root, sorted(set(a_paths.values()))))
                     for old, new in pairs:
-                        b_path, a_path = os.path.join(before_root, old), os.path.join(after_root, new)
-                        b_found = check_tree(before_root, [b_path])
-                        a_found = check_tree(after_root, [a_path])
+                        b_path, a_path = b_paths[old], a_paths[new]
+                        b_found, a_found = b_all.get(b_path, []), a_all.get(a_path, [])
+                        if not b_found and not a_found:
+                            continue
                         b_text = _read(b_path)
                         a_text = _read(a_path)
-                        for finding in _removed([f for f in b_found if f.path == b_path], a_found):
+                        for finding in _removed(b_found, a_found):
                             removed.append((finding, b_text, a_text))
                             renamed[b_path] = new
+                        kept.extend((f, a_text) for f in a_found)
             new_pins, reasons = pins.pins_for_repair(removed, commit.sha, commit.subject, commit.date,
-                                                     lambda f: renamed.get(f.path, f.path))
+                                                     lambda f: renamed.get(f.path, f.path), kept)
             if not new_pins:
                 status = 1
                 why = "; ".join(reasons) if reasons else (
-                    "its parent has no finding that the commit removes" if parent else "it is a root commit")
-                print(f"hp-invariants: refusing to pin {commit.short} '{commit.subject}': not a repair this tool "
-                      f"knows ({why})", file=sys.stderr)
+                    "it removed no finding (every finding of its parent's version of the files it changed is "
+                    "still there after it)" if parent else "it is a root commit")
+                print(f"hp-invariants: refusing to pin {commit.short} '{commit.subject}': {why}", file=sys.stderr)
                 continue
             for pin in new_pins:
                 print(f"pinned {pin.id} ({pin.symbol}, {pin.path}) from {commit.short} '{commit.subject}'")
@@ -446,6 +470,13 @@ def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
         return status
     except _errors() as exc:
         raise HistoryError(str(exc)) from exc
+
+
+def _by_path(findings: Sequence[Finding]) -> dict[str, list[Finding]]:
+    grouped: dict[str, list[Finding]] = {}
+    for finding in findings:
+        grouped.setdefault(finding.path, []).append(finding)
+    return grouped
 
 
 def _read(path: str) -> str:
@@ -527,7 +558,7 @@ class FixSession:
         from hp_invariants.history import pins
 
         pins_path = _path(self.config, "pins", pins.DEFAULT_NAME, self.args.pins, for_write=True)
-        removed = []
+        removed, kept = [], []
         for res in results:
             outcome = getattr(res, "outcome", None)
             if outcome is None or not outcome.changed or not getattr(res, "written", False):
@@ -537,10 +568,12 @@ class FixSession:
                 continue
             for finding in _removed(outcome.initial, outcome.remaining):
                 removed.append((finding, before, outcome.text))
+            kept.extend((finding, outcome.text) for finding in outcome.remaining)
         root = pins_path.parent
         today = datetime.date.today().isoformat()
         new_pins, reasons = pins.pins_for_repair(
-            removed, "", "hp-invariants fix", today, lambda f: Path(os.path.relpath(os.path.realpath(f.path), root)).as_posix())
+            removed, "", "hp-invariants fix", today,
+            lambda f: Path(os.path.relpath(os.path.realpath(f.path), root)).as_posix(), kept)
         for pin in new_pins:
             print(f"hp-invariants: pinned {pin.id} ({pin.symbol}, {pin.path})", file=sys.stderr)
         for reason in reasons:

@@ -174,3 +174,59 @@ def log_pickaxe(text: str, root: str | os.PathLike[str], limit: int = 200) -> li
 def relpath(path: str | os.PathLike[str], root: Path) -> str:
     """Return ``path`` relative to the repository ``root``, posix-style."""
     return Path(os.path.realpath(path)).relative_to(root.resolve()).as_posix()
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A commit that changed a file: the commit, its first parent (``None`` for a root commit) and
+    the file's path before (``None``: added) and after (``None``: deleted) it."""
+
+    commit: Commit
+    parent: str | None
+    old_path: str | None
+    new_path: str | None
+
+
+def log_file_pickaxe(text: str, path: str, root: str | os.PathLike[str], limit: int = 50) -> list[FileChange]:
+    """The commits (newest first, at most ``limit``) that change the number of occurrences of
+    ``text`` in the file ``path`` (repo-relative), following the file across renames
+    (``git log --follow -S``). When git stops part-way (an object missing from a partial clone), the
+    commits it listed before are returned; raises :class:`GitError` only when git is missing."""
+    out = run_git(["log", "--follow", f"-S{text}", f"-n{limit}", "--format=%x01%H%x00%P%x00%s%x00%ad",
+                   "--date=short", "--name-status", "-z", "--", path], root, check=False)
+    changes = []
+    for chunk in out.split("\x01")[1:]:
+        if chunk.count("\x00") < 3:  # cut short
+            break
+        sha, parents, subject, rest = chunk.split("\x00", 3)
+        date, _, names = rest.partition("\n")
+        fields = names.split("\x00")
+        old = new = None
+        if fields and fields[0]:
+            status = fields[0]
+            if status[0] in "RC" and len(fields) >= 3:
+                old, new = fields[1], fields[2]
+            elif len(fields) >= 2:
+                old = None if status[0] == "A" else fields[1]
+                new = None if status[0] == "D" else fields[1]
+        changes.append(FileChange(Commit(sha, subject, date.strip("\x00")), parents.split()[0] if parents else None,
+                                  old, new))
+    return changes
+
+
+def grep_files(pattern: str, root: str | os.PathLike[str], limit: int = 20) -> list[str]:
+    """The tracked ``.py`` files of the work tree (repo-relative) with a line matching the extended
+    regular expression ``pattern`` (``git grep -E``), at most ``limit``; ``[]`` when none or git fails."""
+    try:
+        out = run_git(["grep", "-l", "-z", "-E", "-e", pattern, "--", "*.py"], root, check=False)
+    except GitError:
+        return []
+    return [name for name in out.split("\x00") if name][:limit]
+
+
+def head(root: str | os.PathLike[str]) -> str | None:
+    """The commit ``HEAD`` names, or ``None`` (no commit yet)."""
+    try:
+        return run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], root).strip() or None
+    except GitError:
+        return None
