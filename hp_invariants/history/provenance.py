@@ -46,13 +46,13 @@ class Member:
     """A member of a class in one version of its file.
 
     ``kind``: see the module docstring; ``source``: a method's whole ``def`` (decorators included),
-    else the first statement creating it; ``value``: what identifies it across a rename (a method's
-    body, the value assigned), with its own name taken out; ``previous``: the method before it in
-    the class body (methods only)."""
+    else the first statement creating it; ``values``: what identifies it across a rename (a
+    method's body, each value assigned to it); ``previous``: the method before it in the class body
+    (methods only)."""
 
     kind: str
     source: str
-    value: str
+    values: tuple[str, ...]
     previous: str | None = None
 
 
@@ -78,10 +78,6 @@ def _segment(lines: list[str], first: int, last: int) -> str:
     return "".join(lines[first - 1:last])
 
 
-def _without(text: str, name: str) -> str:
-    return re.sub(rf"\b{re.escape(name)}\b", "\x00", text)
-
-
 def class_members(text: str, class_name: str) -> dict[str, Member] | None:
     """The members of the class ``class_name`` in the file ``text`` (see :class:`Member`), or
     ``None`` when the file does not parse or has no such class."""
@@ -97,22 +93,25 @@ def class_members(text: str, class_name: str) -> dict[str, Member] | None:
             first = min([stmt.lineno] + [d.lineno for d in stmt.decorator_list])
             body = "\n".join(ast.unparse(s) for s in stmt.body)
             members.setdefault(stmt.name, Member(METHOD, _segment(lines, first, stmt.end_lineno or stmt.lineno),
-                                                 _without(body, stmt.name), previous))
+                                                 (body,), previous))
             previous = stmt.name
         elif isinstance(stmt, ast.ClassDef):
-            members.setdefault(stmt.name, Member(NESTED_CLASS, ast.unparse(stmt).splitlines()[0], ""))
+            members.setdefault(stmt.name, Member(NESTED_CLASS, ast.unparse(stmt).splitlines()[0],
+                                                 ("\n".join(ast.unparse(s) for s in stmt.body),)))
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
                 for node in ast.walk(target):
                     if isinstance(node, ast.Name):
                         value = ast.unparse(stmt.value) if stmt.value is not None else ""
-                        members.setdefault(node.id, Member(CLASS_ATTRIBUTE, ast.unparse(stmt),
-                                                           _without(value, node.id)))
+                        members.setdefault(node.id, Member(CLASS_ATTRIBUTE, ast.unparse(stmt), (value,)))
+    stores: dict[str, tuple[str, list[str]]] = {}
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.args.args:
             for name, value, node in _self_stores(stmt, stmt.args.args[0].arg):
-                members.setdefault(name, Member(ATTRIBUTE, ast.unparse(node).splitlines()[0], _without(value, name)))
+                stores.setdefault(name, (ast.unparse(node).splitlines()[0], []))[1].append(value)
+    for name, (source, values) in stores.items():
+        members.setdefault(name, Member(ATTRIBUTE, source, tuple(values)))
     return members
 
 
@@ -139,15 +138,35 @@ def _self_stores(func: ast.AST, receiver: str):
                 yield name_arg.value, " ".join(ast.unparse(a) for a in rest), node
 
 
+def _similar(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() if a or b else 0.0
+
+
+def _without(text: str, name: str) -> str:
+    return re.sub(rf"\b{re.escape(name)}\b", "\x00", text)
+
+
+def _value_likeness(member: str, old: Member, name: str, new: Member) -> float:
+    """How alike the definitions of ``member`` (``old``) and ``name`` (``new``) read: the best
+    similarity of any two of their values, each as written and with the two names taken out
+    (``self.fn = fn`` renamed to ``self.func = func`` reads the same)."""
+    best = 0.0
+    for a in old.values[:8]:
+        for b in new.values[:8]:
+            best = max(best, _similar(a, b), _similar(_without(_without(a, member), name),
+                                                      _without(_without(b, member), name)))
+    return best
+
+
 def renamed_to(member: str, old: Member, before: dict[str, Member], after: dict[str, Member]) -> str | None:
     """The member of ``after`` (the class after a change) that ``member`` (``old``, of ``before``)
     was renamed to: added by the change, of the same kind, with a definition that reads the same
-    (similarity of the two values, names taken out, and of the names); ``None`` when none fits."""
+    (:func:`_value_likeness`) and a name alike enough; ``None`` when none fits."""
     candidates = [(name, new) for name, new in after.items() if name not in before and new.kind == old.kind]
     best, best_key = None, (0.0, 0.0)
     for name, new in candidates:
-        same = difflib.SequenceMatcher(None, old.value, new.value).ratio() if old.value or new.value else 0.0
-        alike = difflib.SequenceMatcher(None, member.lower(), name.lower()).ratio()
+        same = _value_likeness(member, old, name, new)
+        alike = _similar(member.lower(), name.lower())
         if same >= 0.9 or (same >= 0.6 and alike >= 0.4) or (len(candidates) == 1 and alike >= 0.6):
             if (same, alike) > best_key:
                 best, best_key = name, (same, alike)
