@@ -143,7 +143,7 @@ def measure(name: str, clone: Path, paths: list[str], fix: str | None, runs: int
     row["ratio_warm"] = row["with_cpu"] / row["without_cpu"] if row["without_cpu"] else float("nan")
     row["ratio_cold"] = row["with-cold_cpu"] / row["without_cpu"] if row["without_cpu"] else float("nan")
     if fix:
-        pins = cache / f"pins-{name}.json"
+        pins = cache / f"pins-{name.replace('/', '+').split()[0]}.json"
         pins.unlink(missing_ok=True)
         wall, cpu, out, rc = timed([sys.executable, "-m", "hp_invariants", "pin", "--pins", str(pins), fix], clone, env)
         row.update(pin_fix=fix[:10], pin_wall=wall, pin_cpu=cpu, pinned=out.count("pinned "))

@@ -6,9 +6,16 @@ under the system temp dir) and the output files named on the command line:
 ``mine REPO...``
     Propose fix commits of the E9503 class: small commits (at most 60 changed lines, no merges) that
     turn a call ``recv.old(`` into ``recv.new(`` on an otherwise identical line (a call renamed to
-    the member that exists), or that add ``def m`` to a class whose parent calls ``self.m(``.
+    the member that exists), or that add ``def m`` to a class whose parent calls ``self.m(``; with
+    ``--loose``, also commits of at most 200 changed lines whose subject reads like a fix and that
+    call a name fewer times in a file.
     Prints one JSON line per candidate: ``{"repo", "fix", "path", "member", "shape"}``. Cheap: git
     only.
+``scan REPO... [--snapshots N]``
+    Propose the commits that removed an E9503 finding, whatever their shape: check the whole tree
+    at ``N`` evenly spaced commits of the default branch's first-parent line; for each finding of
+    one snapshot that the next lacks, bisect the line between them for the first commit without it
+    (for a merge, the commit of the merged side that removed it). Prints candidates as ``mine``.
 ``confirm CANDIDATES.jsonl``
     Keep the candidates that hp-invariants confirms: the parent of the fix has an E9503 finding in
     ``path`` naming ``member`` and the fix has none (one scratch clone per repository, checked out
@@ -144,12 +151,26 @@ def renamed_references(removed: str, added: str) -> list[tuple[str, str]]:
     return found
 
 
+FIXLIKE = re.compile(r"fix|bug|typo|attributeerror|has no attribute|rename|missing|wrong|broken|error|crash", re.I)
+CALLED = re.compile(r"\.(\w+)\(")
+
+
 def mine(args: argparse.Namespace) -> int:
     """Print the candidates of the ``mine`` step (see the module docstring)."""
     for repo in args.repos:
         gitdir = mirror(args.mirrors, repo)
         seen: set[tuple[str, str]] = set()
         for sha, subject, lines in commits(gitdir):
+            if args.loose and len(lines) <= 200 and FIXLIKE.search(subject):
+                for path in sorted({p for p, _, _ in lines}):
+                    gone = [m for _p, sign, t in lines if _p == path and sign == "-" for m in CALLED.findall(t)]
+                    kept = [m for _p, sign, t in lines if _p == path and sign == "+" for m in CALLED.findall(t)]
+                    for name in sorted(set(gone)):
+                        if gone.count(name) > kept.count(name) and (sha, name) not in seen \
+                                and not name.startswith("__"):
+                            seen.add((sha, name))
+                            print(json.dumps({"repo": repo, "fix": sha, "subject": subject, "path": path,
+                                              "member": name, "new": "", "shape": "call dropped"}), flush=True)
             if len(lines) > 60:
                 continue
             removed = [(p, t) for p, s, t in lines if s == "-"]
@@ -175,6 +196,68 @@ def mine(args: argparse.Namespace) -> int:
                     if calls.strip():
                         print(json.dumps({"repo": repo, "fix": sha, "subject": subject, "path": path,
                                           "member": name, "new": "", "shape": "method added"}), flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------- scan
+MEMBER = re.compile(r"^'([^']+)' object has no attribute '([^']+)'")
+
+
+def e9503_keys(clone: Path, work: Path, paths: list[str], timeout: int) -> set[tuple[str, str, str]]:
+    """``(path, class, member)`` of the E9503 findings of ``paths`` (``.`` for the whole tree) at
+    the checked-out commit."""
+    rc, out, err, _ = hp(clone, work, "check", "--format", "json", "--select", "E9503", *paths, timeout=timeout)
+    keys = set()
+    for finding in findings_of(out):
+        m = MEMBER.match(finding["message"])
+        if m:
+            keys.add((os.path.normpath(finding["path"]), m.group(1), m.group(2)))
+    return keys
+
+
+def scan(args: argparse.Namespace) -> int:
+    """Print candidates found by checking snapshots of the history (see the module docstring)."""
+    for repo in args.repos:
+        clone = scratch(args.work, args.mirrors, repo)
+        line = git(clone, "rev-list", "--first-parent", "--reverse", "origin/HEAD").split()
+        if len(line) < 2:
+            continue
+        step = max(1, (len(line) - 1) // max(1, args.snapshots - 1))
+        marks = sorted(set(list(range(0, len(line), step)) + [len(line) - 1]))
+        known: dict[int, set] = {}
+
+        def at(index: int, paths: list[str] | None = None) -> set:
+            goto(clone, line[index])
+            present = [p for p in paths if (clone / p).exists()] if paths is not None else ["."]
+            return e9503_keys(clone, args.work, present, args.timeout) if present else set()
+
+        for a, b in zip(marks, marks[1:]):
+            try:
+                if a not in known:
+                    known[a] = at(a)
+                known[b] = at(b)
+            except (subprocess.TimeoutExpired, RuntimeError) as exc:
+                print(f"# {repo} {line[b][:10]}: {exc}", file=sys.stderr)
+                continue
+            for key in sorted(known[a] - known[b]):
+                lo, hi = a, b  # present at lo, gone at hi: bisect the first-parent line
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    lo, hi = (mid, hi) if key in at(mid, [key[0]]) else (lo, mid)
+                fix = line[hi]
+                parents = git(clone, "rev-list", "--parents", "-n1", fix).split()[1:]
+                if len(parents) > 1:  # a merge: the commit of the merged side that removed it
+                    for sha in git(clone, "rev-list", "--reverse", f"{parents[0]}..{parents[1]}", "--",
+                                   key[0]).split():
+                        goto(clone, sha)
+                        if (clone / key[0]).exists() and key not in e9503_keys(clone, args.work, [key[0]],
+                                                                                 args.timeout):
+                            fix = sha
+                            break
+                print(json.dumps({"repo": repo, "fix": fix, "subject": git(clone, "log", "-1", "--format=%s",
+                                                                            fix).strip(),
+                                  "path": key[0], "member": key[2], "class": key[1], "new": "",
+                                  "shape": "scan"}), flush=True)
     return 0
 
 
@@ -259,12 +342,10 @@ def validate_case(case: dict, work: Path, mirrors: Path, timeout: int) -> dict:
                                timeout=timeout)
     found = [f for f in findings_of(out) if names_member(f, member)]
     message = found[0]["message"] if found else ""
-    tail = message.split("; renamed to ", 1)[-1] if "; renamed to " in message else \
-        message.split("; deleted by ", 1)[-1] if "; deleted by " in message else ""
-    row["provenance"] = (("renamed to " if "; renamed to " in message else "deleted by ") + tail) if tail else \
-        ("(no finding)" if not found else "(none)")
+    said = re.search(r"; (renamed to '[^']+' in \w+ '[^']*'|deleted by \w+ '[^']*')", message)
+    row["provenance"] = said.group(1) if said else "(no finding)" if not found else "(none)"
     expected = expected_text(case)
-    row["provenance_right"] = bool(found) and (expected in message if expected else not tail)
+    row["provenance_right"] = bool(found) and (expected in message if expected else not said)
     row["expected"] = expected or "(no provenance)"
     row["parent_check_s"] = round(seconds, 1)
     # provenance must not cost a check without it more than twice (warm): same command, restore off
@@ -282,39 +363,46 @@ def _no_restore_config(work: Path) -> Path:
     return path
 
 
-def since_across_merge(repo: str, work: Path, mirrors: Path, timeout: int) -> dict:
-    """``check --since M^1`` at the newest merge commit ``M`` whose merged side changed Python files,
-    against the findings of ``M`` minus those of ``M^1`` (by fingerprint), on the files ``M`` brings."""
+def since_across_merge(repo: str, work: Path, mirrors: Path, timeout: int, tries: int = 8) -> dict:
+    """``check --since M^1`` at a merge commit ``M``, against the findings of ``M`` minus those of
+    ``M^1`` computed separately (by fingerprint), on the Python files ``M`` brings: the newest merge
+    (of the 60 newest on the default branch, at most ``tries`` looked at) whose files have a finding
+    at ``M``, else the last one looked at."""
     clone = scratch(work, mirrors, repo)
-    row = {"repo": repo}
-    for merge in git(clone, "log", "--merges", "--format=%H", "-n", "40", "origin/HEAD").split():
-        files = [f for f in git(clone, "diff", "--name-only", f"{merge}^1", merge, "--", "*.py").split()
-                 if f]
-        if 0 < len(files) <= 40:
+    row: dict = {"repo": repo, "merge": "(no merge commit with Python changes among the 60 newest)", "ok": None}
+    looked = 0
+    for merge in git(clone, "log", "--merges", "--format=%H", "-n", "60", "origin/HEAD").split():
+        files = [f for f in git(clone, "diff", "--name-only", f"{merge}^1", merge, "--", "*.py").split() if f]
+        if not 0 < len(files) <= 60:
+            continue
+        looked += 1
+        goto(clone, merge)
+        present = [f for f in files if (clone / f).exists()]
+        rc, out, err, _ = hp(clone, work, "check", "--format", "json", *present, timeout=timeout)
+        now = [f.get("fingerprint") for f in findings_of(out)]
+        row = {"repo": repo, "merge": merge[:10], "files": len(present), "at_merge": len(now), "ok": None,
+               "_merge": merge, "_present": present, "_now": now}
+        if now or looked >= tries:
             break
-    else:
-        row.update(merge="(no merge commit with Python changes among the 40 newest)", ok=None)
+    if "_merge" not in row:
         return row
+    merge, present, now = row.pop("_merge"), row.pop("_present"), row.pop("_now")
     goto(clone, f"{merge}^1")
-    present_before = [f for f in files if (clone / f).exists()]
-    rc, out, err, _ = hp(clone, work, "check", "--format", "json", *present_before, timeout=timeout) \
-        if present_before else (0, '{"findings": []}', "", 0.0)
-    before = [f.get("fingerprint") for f in findings_of(out)]
-    goto(clone, merge)
-    present = [f for f in files if (clone / f).exists()]
-    rc, out, err, _ = hp(clone, work, "check", "--format", "json", *present, timeout=timeout)
-    now = [f.get("fingerprint") for f in findings_of(out)]
-    left = list(before)
+    before_files = [f for f in present if (clone / f).exists()]
+    rc, out, err, _ = hp(clone, work, "check", "--format", "json", *before_files, timeout=timeout) \
+        if before_files else (0, '{"findings": []}', "", 0.0)
+    left = [f.get("fingerprint") for f in findings_of(out)]
     expected = []
     for fp in now:
         if fp in left:
             left.remove(fp)
         else:
             expected.append(fp)
+    goto(clone, merge)
     rc, out, err, _ = hp(clone, work, "check", "--format", "json", "--since", f"{merge}^1", *present, timeout=timeout)
     got = [f.get("fingerprint") for f in findings_of(out)]
-    row.update(merge=merge[:10], files=len(present), at_merge=len(now), introduced=len(expected),
-               reported=len(got), ok=sorted(got) == sorted(expected) and rc in (0, 1), note=err.strip()[-160:])
+    row.update(introduced=len(expected), reported=len(got), ok=sorted(got) == sorted(expected) and rc in (0, 1),
+               note=err.strip()[-160:])
     return row
 
 
@@ -327,7 +415,7 @@ def table(rows: list[dict], merges: list[dict]) -> str:
         subject = r["subject"].replace("|", "\\|")[:60]
         lines.append(f"| {r['id']} | {r['repo']} | `{r['fix']}` {subject} | {r['rule']} | `{r['member']}` | "
                      f"{yes[r['pinned']]} ({r['pin'].replace('|', '/')}) | {yes[r['revert_reported']]} | "
-                     f"{r['provenance'].replace('|', '/')[:150]} | {yes[r['provenance_right']]} |")
+                     f"{r['provenance'].replace('|', '/')} | {yes[r['provenance_right']]} |")
     lines += ["", "| repository | merge commit | files it brings | findings at the merge | introduced (computed) | "
               "reported by `--since M^1` | same? |", "|---|---|---|---|---|---|---|"]
     for m in merges:
@@ -378,6 +466,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="step", required=True)
     p_mine = sub.add_parser("mine")
     p_mine.add_argument("repos", nargs="+", metavar="OWNER/NAME")
+    p_mine.add_argument("--loose", action="store_true",
+                        help="also commits of at most 200 changed lines whose subject reads like a fix and "
+                             "that call a name fewer times in a file (confirm sorts them out)")
+    p_scan = sub.add_parser("scan")
+    p_scan.add_argument("repos", nargs="+", metavar="OWNER/NAME")
+    p_scan.add_argument("--snapshots", type=int, default=12, help="evenly spaced first-parent commits checked whole")
     p_confirm = sub.add_parser("confirm")
     p_confirm.add_argument("candidates")
     p_validate = sub.add_parser("validate")
@@ -388,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     p_validate.add_argument("--no-since", action="store_true", help="skip --since across merges")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    return {"mine": mine, "confirm": confirm, "validate": validate}[args.step](args)
+    return {"mine": mine, "scan": scan, "confirm": confirm, "validate": validate}[args.step](args)
 
 
 if __name__ == "__main__":

@@ -176,6 +176,13 @@ def test_pin_refusals_say_why(repo):
     assert code == 1 and "the change deleted 'Collator.__call__' instead of repairing it (nothing left to guard)" in err
 
 
+def test_a_pins_file_that_cannot_be_written_is_a_one_line_error(repo):
+    shas = renamed_then_fixed(repo)
+    code, _out, err = repo.hp("pin", "--no-cache", "--pins", str(repo.root / "no" / "such" / "pins.json"),
+                              shas["fix"])
+    assert code == 2 and "cannot write the pins" in err and "Traceback" not in err
+
+
 # ---------------------------------------------------------------------- --since across merges
 LEGACY = "def {name}(model):\n    for sub in model.modules():\n        if sub._is_wrapped:\n" \
          "            raise ValueError('x')\n        sub._is_wrapped = True\n"

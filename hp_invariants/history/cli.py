@@ -503,7 +503,10 @@ def cmd_unpin(args: argparse.Namespace, make_session: Any = None) -> int:
         for pin in hit:
             print(f"unpinned {pin.id} (from {pin.provenance()})")
         remaining = [p for p in remaining if p not in hit]
-    pins.dump(remaining, pins_path)
+    try:
+        pins.dump(remaining, pins_path)
+    except pins.PinError as exc:
+        raise HistoryError(str(exc)) from exc
     return 0
 
 

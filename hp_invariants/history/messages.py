@@ -55,8 +55,8 @@ Restore the repair (`git show <sha>` shows it), or, if the code was deliberately
 
 ## Fix safety
 No automatic fix: the pin names the commit, and `git show <sha>` shows the repair to re-apply. (For
-E9503, the rule's own finding offers restoring the deleted method from history as an **unsafe**
-fix.)
+E9503, the rule's own finding names the commit that deleted or renamed the member, and offers, as
+an **unsafe** fix, restoring a deleted method or using a renamed member's new name.)
 
 ## Options
 * `pins` (string, default `hp-invariants-pins.json`): the pins file, relative to the

@@ -95,14 +95,18 @@ def load(path: Path) -> list[Pin]:
 
 
 def dump(pins: Sequence[Pin], path: Path) -> None:
-    """Write ``pins`` sorted by id (diff-friendly JSON)."""
+    """Write ``pins`` sorted by id (diff-friendly JSON); raises :class:`PinError` when the file
+    cannot be written (its folder missing, read-only)."""
     data = {
         "version": FORMAT_VERSION,
         "comment": "Repairs pinned with `hp-invariants pin COMMIT`: `hp-invariants check` reports code that "
                    "undoes one (E9590 reverted-fix). Remove one with `hp-invariants unpin ID`.",
         "pins": [asdict(p) for p in sorted(pins, key=lambda p: p.id)],
     }
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    try:
+        path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise PinError(f"{path}: cannot write the pins: {exc.strerror or exc}") from exc
 
 
 def merge(existing: Sequence[Pin], new: Iterable[Pin]) -> list[Pin]:
