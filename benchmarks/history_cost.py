@@ -6,7 +6,7 @@ Usage::
     python benchmarks/history_cost.py [--mirror GITDIR --paths P ... --fix SHA] [--synthetic N]
                                       [--runs 5] [--output benchmarks/HISTORY.md]
 
-For each repository (a scratch clone of ``--mirror`` at its ``HEAD``, and/or a synthetic one of
+For each repository (a scratch clone of ``--mirror`` at its ``HEAD`` or ``--rev``, and/or a synthetic one of
 ``--synthetic`` commits built with ``git fast-import``), it times ``hp-invariants check --format
 json PATHS``:
 
@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirror", type=Path, help="a git directory (bare mirror) to clone and measure")
     parser.add_argument("--name", help="the repository's name in the report (default: the mirror's folder)")
+    parser.add_argument("--rev", help="check the clone out at this commit first (default: the mirror's HEAD)")
     parser.add_argument("--paths", nargs="*", default=["."], help="what to check, relative to the clone")
     parser.add_argument("--fix", help="a fix commit of the mirror to time `pin` on")
     parser.add_argument("--synthetic", type=int, default=0, metavar="N", help="also a synthetic history of N commits")
@@ -191,7 +192,11 @@ def main(argv: list[str] | None = None) -> int:
             clone = work / "clone"
             if not clone.exists():
                 subprocess.run(["git", "clone", "-q", str(args.mirror), str(clone)], capture_output=True)
+            if args.rev:
+                subprocess.run(["git", "checkout", "-q", "-f", "--detach", args.rev], cwd=clone, capture_output=True)
             name = args.name or args.mirror.parent.name.replace("+", "/")
+            if args.rev:
+                name += f" at `{args.rev[:12]}`"
             print(f"[history-cost] {name}", file=sys.stderr, flush=True)
             rows.append(measure(name, clone, args.paths, args.fix, args.runs, work / "cache-mirror"))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)

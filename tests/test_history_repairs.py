@@ -156,6 +156,42 @@ def test_a_pinned_finding_returns_after_the_file_is_renamed_and_the_code_moves(r
     assert reverted["path"].endswith("batching.py") and "(the same code)" in reverted["message"]
 
 
+def test_a_repair_made_in_another_file_is_pinned_where_the_finding_was(repo):
+    # the fix adds the missing method to the base class in base.py; child.py, where the finding is,
+    # does not change: pin also checks the files that name a class of the changed files
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/base.py", "class Base:\n    def prepare(self):\n        return 1\n")
+    repo.write("pkg/child.py", "from pkg.base import Base\n\n\nclass Child(Base):\n    def run(self):\n"
+                               "        return self.setup()\n\n\nCHILD = Child()\n")
+    repo.commit("child calls a setup its base lacks")
+    repo.write("pkg/base.py", repo.read("pkg/base.py") + "\n    def setup(self):\n        return self.prepare()\n")
+    fix = repo.commit("Give the base its setup")
+    code, out, err = repo.hp("pin", "--no-cache", fix)
+    assert code == 0, err
+    assert "pinned E9503:Child.run (undefined-method-call, pkg/child.py)" in out
+    repo.git("revert", "--no-edit", fix)
+    (reverted,) = [f for f in repo.check()[1] if f["id"] == "E9590"]
+    assert reverted["path"] == "pkg/child.py" and f"reverts the fix from {fix[:7]}" in reverted["message"]
+
+
+def test_a_fix_that_also_renames_the_scope_is_pinned_under_both_names(repo):
+    repo.write("pkg/m.py", "class Inner:\n    def put(self, v):\n        return v\n\n\nclass OldWrapper:\n"
+                           "    def __init__(self):\n        self.inner = Inner()\n\n    def set_value(self, v):\n"
+                           "        self.inner.set(v)\n        return v\n\n\nW = OldWrapper()\n")
+    repo.commit("wrapper")
+    text = repo.read("pkg/m.py").replace("OldWrapper", "NewWrapper").replace("self.inner.set(v)", "self.inner.put(v)")
+    repo.write("pkg/m.py", text)
+    fix = repo.commit("Rename the wrapper; call put")
+    code, out, err = repo.hp("pin", "--no-cache", fix)
+    assert code == 0 and "pinned E9503:NewWrapper.set_value" in out, err
+    (pin,) = json.loads(repo.read("hp-invariants-pins.json"))["pins"]
+    assert pin["detail"]["also"] == ["OldWrapper.set_value"]
+    assert repo.check()[0] == 0  # the renamed scope exists: not stale
+    repo.git("revert", "--no-edit", fix)  # the old names come back, and the finding with them
+    (reverted,) = [f for f in repo.check()[1] if f["id"] == "E9590"]
+    assert "back in OldWrapper.set_value" in reverted["message"]
+
+
 def test_pin_refusals_say_why(repo):
     shas = renamed_then_fixed(repo)
     repo.write("pkg/collate.py", repo.read("pkg/collate.py").replace("Applies the data hook", "Applies the hook"))

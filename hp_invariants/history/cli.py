@@ -435,6 +435,9 @@ def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
                     before_root, after_root = os.path.join(tmp, "before"), os.path.join(tmp, "after")
                     git.extract_tree(parent, root, before_root)
                     git.extract_tree(commit.sha, root, after_root)
+                    # files the commit left alone whose findings it may still have removed: those that name
+                    # a class of a changed file (a base, a protocol, the class of a child attribute)
+                    pairs += [(rel, rel) for rel in _dependents(before_root, after_root, pairs)]
                     b_paths = {old: os.path.join(before_root, old) for old, _new in pairs}
                     a_paths = {new: os.path.join(after_root, new) for _old, new in pairs}
                     b_all = _by_path(check_tree(before_root, sorted(set(b_paths.values()))))
@@ -470,6 +473,41 @@ def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
         return status
     except _errors() as exc:
         raise HistoryError(str(exc)) from exc
+
+
+def _dependents(before_root: str, after_root: str, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """Repo-relative ``.py`` files that a commit did not change (the same in ``before_root`` and
+    ``after_root``, its extracted parent and itself) and that name, as a word, a class defined in one
+    of the changed files ``pairs`` (old, new) before or after it: their findings may depend on the
+    change (E9503 reads a class's bases, a protocol, the class of a child attribute)."""
+    import ast
+    import re
+
+    from hp_invariants.history.pins import parse
+
+    names: set[str] = set()
+    for root, rels in ((before_root, [old for old, _ in pairs]), (after_root, [new for _, new in pairs])):
+        for rel in rels:
+            tree = parse(_read(os.path.join(root, rel)))
+            if tree is not None:
+                names.update(n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
+    changed = {new for _, new in pairs} | {old for old, _ in pairs}
+    found = []
+    if not names:
+        return found
+    word = re.compile(r"\w+")
+    for folder, dirs, files in os.walk(after_root):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        for name in sorted(files):
+            if not name.endswith((".py", ".pyi")):
+                continue
+            path = os.path.join(folder, name)
+            rel = Path(os.path.relpath(path, after_root)).as_posix()
+            if rel in changed or not os.path.exists(os.path.join(before_root, rel)):
+                continue
+            if names.intersection(word.findall(_read(path))):
+                found.append(rel)
+    return found
 
 
 def _by_path(findings: Sequence[Finding]) -> dict[str, list[Finding]]:

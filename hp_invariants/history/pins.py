@@ -133,6 +133,30 @@ def scopes(tree: ast.AST) -> dict[str, ast.AST]:
     return qualified_scopes(tree)
 
 
+def renamed_scope(name: str, before: ast.Module, after: ast.Module) -> str | None:
+    """The qualified name that the def ``name`` of ``before`` has in ``after`` when a change renamed
+    or moved it (a class renamed around a method, the method moved into another class): a name new
+    in ``after`` with the same last part and a body that reads alike (at least 0.6 similar); the
+    most alike wins. ``None`` when there is none (the def was deleted)."""
+    import difflib
+
+    old_scopes, new_scopes = scopes(before), scopes(after)
+    node = old_scopes.get(name)
+    if node is None:
+        return None
+    tail = name.rsplit(".", 1)[-1]
+    body = "\n".join(ast.unparse(stmt) for stmt in node.body)
+    best, best_ratio = None, 0.6
+    for qualname, other in new_scopes.items():
+        if qualname in old_scopes or qualname.rsplit(".", 1)[-1] != tail or type(other) is not type(node):
+            continue
+        ratio = difflib.SequenceMatcher(None, body, "\n".join(ast.unparse(stmt) for stmt in other.body),
+                                        autojunk=False).ratio()
+        if ratio >= best_ratio:
+            best, best_ratio = qualname, ratio
+    return best
+
+
 def _rule(rule_id: str) -> Rule | None:
     """The registered rule of ``rule_id`` (a plugin's too), or ``None``."""
     from hp_invariants.registry import get_rule
@@ -190,18 +214,22 @@ def pins_for_repair(removed: Sequence[tuple[Finding, str, str]], commit: str, su
                                    new_path(finding), dict(spec.detail), spec.repaired, spec.broken, commit,
                                    subject, date)
                 continue
+        location, also = finding.obj, []
         if finding.obj and finding.obj not in scopes(after):
-            reasons.append(f"{where}: the change deleted '{finding.obj}' instead of repairing it (nothing left "
-                           f"to guard)")
-            continue
-        pin_id = f"{finding.rule_id}:{finding.obj or new_path(finding)}"
+            location = renamed_scope(finding.obj, before, after)
+            if location is None:
+                reasons.append(f"{where}: the change deleted '{finding.obj}' instead of repairing it (nothing left "
+                               f"to guard)")
+                continue
+            also = [finding.obj]  # the name it had: a revert brings it back
+        pin_id = f"{finding.rule_id}:{location or new_path(finding)}"
         code = " ".join(normalize_code(finding_code(finding, before_text)).split())
         pin = generic.get(pin_id)
         if pin is None:
-            pin = generic[pin_id] = Pin(pin_id, finding.rule_id, finding.symbol, FINDING_KIND, finding.obj,
+            pin = generic[pin_id] = Pin(pin_id, finding.rule_id, finding.symbol, FINDING_KIND, location,
                                         new_path(finding), {"fingerprints": [], "messages": [], "kept": sorted(
-                                            staying.get((finding.rule_id, finding.obj), []))},
-                                        f"no {finding.symbol} finding in {finding.obj or new_path(finding)}",
+                                            staying.get((finding.rule_id, location), [])), "also": also},
+                                        f"no {finding.symbol} finding in {location or new_path(finding)}",
                                         code[:200], commit, subject, date)
         pin.detail["fingerprints"].append(fingerprint(finding, before_text))
         pin.detail["messages"].append(finding.message)
@@ -224,18 +252,25 @@ class _Parsed:
         return self._scopes
 
 
+def _names(pin: Pin) -> list[str]:
+    """The qualified names a pin watches: its location, and for a pinned finding whose scope the fix
+    renamed, the name it had (``detail["also"]``)."""
+    also = pin.detail.get("also", []) if pin.kind == FINDING_KIND else []
+    return [n for n in [pin.location, *also] if n]
+
+
 def _find(pins: Sequence[Pin], paths: Iterable[str], read_text: Callable[[str], str | None]) -> dict[str, list[_Parsed]]:
-    """For each pin id, the parsed files among ``paths`` that define its location (none for a pin
-    of module level)."""
-    tails = {p.id: p.location.split(".")[-1] for p in pins if p.location}
+    """For each pin id, the parsed files among ``paths`` that define its location (or, for a pinned
+    finding, a name it watches; none for a pin of module level)."""
+    tails = {n.split(".")[-1] for p in pins for n in _names(p)}
     found: dict[str, list[_Parsed]] = {p.id: [] for p in pins}
     for path in paths:
         text = read_text(path)
-        if text is None or not any(f"def {t}" in text or f"class {t}" in text for t in tails.values()):
+        if text is None or not any(f"def {t}" in text or f"class {t}" in text for t in tails):
             continue
         parsed = _Parsed(path, text, parse(text, path))
         for pin in pins:
-            if pin.location and pin.location in parsed.scopes():
+            if any(name in parsed.scopes() for name in _names(pin)):
                 found[pin.id].append(parsed)
     return found
 
@@ -253,15 +288,16 @@ def _returned(pin: Pin, findings: Sequence[Finding],
     known = set(pin.detail.get("fingerprints", ()))
     kept = Counter(pin.detail.get("kept", ()))
     hits = []
+    watched = set(_names(pin)) or {""}
     for finding in findings:
-        if finding.rule_id != pin.rule or finding.obj != pin.location:
+        if finding.rule_id != pin.rule or finding.obj not in watched:
             continue
         text = read_text(finding.path)
         mark = fingerprint(finding, text) if text is not None else ""
         if kept[mark] > 0:
             kept[mark] -= 1
             continue
-        if pin.location or mark in known:
+        if finding.obj or mark in known:
             code = " ".join(normalize_code(finding_code(finding, text)).split()) if text is not None else ""
             hits.append((finding, code, mark in known))
     return hits
@@ -303,7 +339,7 @@ def check(pins: Sequence[Pin], findings: Sequence[Finding], checked: Sequence[st
             continue
         if pin.kind == FINDING_KIND:
             for back, code, same in _returned(pin, findings, cached_text):
-                where = pin.location or "the module"
+                where = back.obj or "the module"
                 shown = code if len(code) <= 80 else code[:77] + "..."
                 text = (f"the {back.symbol} finding it removed is back in {where}: `{shown}`"
                         + (" (the same code)" if same else ""))
@@ -313,7 +349,9 @@ def check(pins: Sequence[Pin], findings: Sequence[Finding], checked: Sequence[st
             continue
         rule = _rule(pin.rule)
         for parsed in found[pin.id]:
-            scope = parsed.scopes()[pin.location]
+            scope = parsed.scopes().get(pin.location)
+            if scope is None:
+                continue
             state = _own_state(rule, scope, pin.detail)
             anchor = state.anchor or scope
             if state.state == REVERTED:
