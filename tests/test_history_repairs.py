@@ -210,6 +210,13 @@ def test_pin_refusals_say_why(repo):
     removed_scope = repo.commit("Delete the broken __call__")
     code, _out, err = repo.hp("pin", "--no-cache", removed_scope)
     assert code == 1 and "the change deleted 'Collator.__call__' instead of repairing it (nothing left to guard)" in err
+    repo.git("rm", "-q", "pkg/collate.py")
+    repo.git("checkout", "-q", shas["drop"], "--", "pkg/collate.py")
+    repo.commit("the broken collator once more")
+    repo.git("rm", "-q", "pkg/collate.py")
+    removed_file = repo.commit("Delete the collator module")
+    code, _out, err = repo.hp("pin", "--no-cache", removed_file)
+    assert code == 1 and "the change deleted pkg/collate.py (nothing left to guard)" in err
 
 
 def test_a_pins_file_that_cannot_be_written_is_a_one_line_error(repo):

@@ -426,11 +426,14 @@ def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
         for rev in args.commits:
             commit = git.commit_info(rev, root)
             parent = git.parent_of(commit.sha, root)
-            pairs = [(old, new) for old, new in git.changed_files(parent, commit.sha, root) if old and new]
+            changes = git.changed_files(parent, commit.sha, root)
+            pairs = [(old, new) for old, new in changes if old and new]
+            deleted = [old for old, new in changes if old and not new]
             removed: list[tuple[Finding, str, str]] = []
             kept: list[tuple[Finding, str]] = []
             renamed: dict[str, str] = {}
-            if parent is not None and pairs:
+            gone: list[str] = []  # why findings of deleted files are not pinned
+            if parent is not None and (pairs or deleted):
                 with tempfile.TemporaryDirectory(prefix="hp-invariants-pin-") as tmp:
                     before_root, after_root = os.path.join(tmp, "before"), os.path.join(tmp, "after")
                     git.extract_tree(parent, root, before_root)
@@ -440,8 +443,14 @@ def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
                     pairs += [(rel, rel) for rel in _dependents(before_root, after_root, pairs)]
                     b_paths = {old: os.path.join(before_root, old) for old, _new in pairs}
                     a_paths = {new: os.path.join(after_root, new) for _old, new in pairs}
-                    b_all = _by_path(check_tree(before_root, sorted(set(b_paths.values()))))
-                    a_all = _by_path(check_tree(after_root, sorted(set(a_paths.values()))))
+                    d_paths = {os.path.join(before_root, old): old for old in deleted}
+                    b_list = sorted(set(b_paths.values()) | set(d_paths))
+                    b_all = _by_path(check_tree(before_root, b_list) if b_list else [])
+                    for path, old in sorted(d_paths.items()):
+                        gone.extend(f"{f.rule_id} {f.symbol} in {f.obj or '<module>'}: the change deleted {old} "
+                                    f"(nothing left to guard)" for f in b_all.get(path, []))
+                    a_list = sorted(set(a_paths.values()))
+                    a_all = _by_path(check_tree(after_root, a_list) if a_list else [])
                     for old, new in pairs:
                         b_path, a_path = b_paths[old], a_paths[new]
                         b_found, a_found = b_all.get(b_path, []), a_all.get(a_path, [])
@@ -455,6 +464,7 @@ def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
                         kept.extend((f, a_text) for f in a_found)
             new_pins, reasons = pins.pins_for_repair(removed, commit.sha, commit.subject, commit.date,
                                                      lambda f: renamed.get(f.path, f.path), kept)
+            reasons += gone
             if not new_pins:
                 status = 1
                 why = "; ".join(reasons) if reasons else (
