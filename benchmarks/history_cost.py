@@ -3,10 +3,10 @@
 
 Usage::
 
-    python benchmarks/history_cost.py [--mirror GITDIR --paths P ... --fix SHA] [--synthetic N]
+    python benchmarks/history_cost.py [--mirror GITDIR[@REV] ... --paths P ... --fix SHA] [--synthetic N]
                                       [--runs 5] [--output benchmarks/HISTORY.md]
 
-For each repository (a scratch clone of ``--mirror`` at its ``HEAD`` or ``--rev``, and/or a synthetic one of
+For each repository (a scratch clone of each ``--mirror`` at its ``HEAD`` or ``REV``, and/or a synthetic one of
 ``--synthetic`` commits built with ``git fast-import``), it times ``hp-invariants check --format
 json PATHS``:
 
@@ -174,11 +174,11 @@ def render(rows: list[dict], runs: int, argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mirror", type=Path, help="a git directory (bare mirror) to clone and measure")
-    parser.add_argument("--name", help="the repository's name in the report (default: the mirror's folder)")
-    parser.add_argument("--rev", help="check the clone out at this commit first (default: the mirror's HEAD)")
+    parser.add_argument("--mirror", action="append", metavar="GITDIR[@REV]",
+                        help="a git directory (bare mirror) to clone and measure, at REV (default: its HEAD); "
+                             "repeatable")
     parser.add_argument("--paths", nargs="*", default=["."], help="what to check, relative to the clone")
-    parser.add_argument("--fix", help="a fix commit of the mirror to time `pin` on")
+    parser.add_argument("--fix", help="a fix commit of the first mirror to time `pin` on")
     parser.add_argument("--synthetic", type=int, default=0, metavar="N", help="also a synthetic history of N commits")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one, removed)")
@@ -188,17 +188,18 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="hp-history-cost-"))
     rows = []
     try:
-        if args.mirror:
-            clone = work / "clone"
+        for number, spec in enumerate(args.mirror or []):
+            gitdir, _, rev = spec.partition("@")
+            mirror = Path(gitdir)
+            clone = work / f"clone-{number}"
             if not clone.exists():
-                subprocess.run(["git", "clone", "-q", str(args.mirror), str(clone)], capture_output=True)
-            if args.rev:
-                subprocess.run(["git", "checkout", "-q", "-f", "--detach", args.rev], cwd=clone, capture_output=True)
-            name = args.name or args.mirror.parent.name.replace("+", "/")
-            if args.rev:
-                name += f" at `{args.rev[:12]}`"
+                subprocess.run(["git", "clone", "-q", str(mirror), str(clone)], capture_output=True)
+            if rev:
+                subprocess.run(["git", "checkout", "-q", "-f", "--detach", rev], cwd=clone, capture_output=True)
+            name = mirror.parent.name.replace("+", "/") + (f" at `{rev[:10]}`" if rev else "")
             print(f"[history-cost] {name}", file=sys.stderr, flush=True)
-            rows.append(measure(name, clone, args.paths, args.fix, args.runs, work / "cache-mirror"))
+            rows.append(measure(name, clone, args.paths, args.fix if number == 0 else None, args.runs,
+                                work / f"cache-mirror-{number}"))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         if args.synthetic:
             folder = work / "synthetic"

@@ -321,7 +321,8 @@ def validate_case(case: dict, work: Path, mirrors: Path, timeout: int) -> dict:
     pin_ids = [line.split()[1] for line in out.splitlines() if line.startswith("pinned ")]
     row["pinned"] = bool(pin_ids) and rc == 0
     row["expect_pin"] = case.get("expect_pin", True)
-    row["pin"] = ", ".join(pin_ids) if pin_ids else (err.strip().splitlines() or ["?"])[-1][:160]
+    refusal = [line for line in err.splitlines() if "refusing to pin" in line]
+    row["pin"] = ", ".join(pin_ids) if pin_ids else (refusal or err.strip().splitlines() or ["?"])[-1]
     row["pin_s"] = round(seconds, 1)
     # 2. revert it; check reports the pin
     row["revert_reported"] = False
@@ -420,9 +421,15 @@ def table(rows: list[dict], merges: list[dict]) -> str:
              "provenance on the parent | right? |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         subject = r["subject"].replace("|", "\\|")[:60]
+        pinned = r["pin"]
+        if not r["pinned"]:  # "hp-invariants: refusing to pin <sha> '<subject>': reason; reason ..."
+            reasons = pinned.split(f"{r['subject']}': ", 1)[-1].split("; ")
+            pinned = "refused: " + reasons[0].split(": ", 1)[-1] + (f" (+{len(reasons) - 1} more)" if len(reasons) > 1
+                                                                   else "")
         lines.append(f"| {r['id']} | {r['repo']} | `{r['fix']}` {subject} | {r['rule']} | `{r['member']}` | "
                      f"{r['shape'].replace('|', '/')} | "
-                     f"{yes[r['pinned']]} ({r['pin'].replace('|', '/')}) | {yes[r['revert_reported']]} | "
+                     f"{yes[r['pinned']] if r['expect_pin'] else 'no, as expected'} ({pinned.replace('|', '/')}) | "
+                     f"{yes[r['revert_reported']] if r['expect_pin'] else 'n/a'} | "
                      f"{r['provenance'].replace('|', '/')} | {yes[r['provenance_right']]} |")
     lines += ["", "| repository | merge commit | files it brings | findings at the merge | introduced (computed) | "
               "reported by `--since M^1` | same? |", "|---|---|---|---|---|---|---|"]
@@ -435,7 +442,8 @@ def table(rows: list[dict], merges: list[dict]) -> str:
                   f"{sum(r['revert_reported'] for r in fixes)} reverts reported; {len(refusals)} commit(s) expected to "
                   f"be refused: {sum(not r['pinned'] for r in refusals)} refused; provenance right on "
                   f"{sum(r['provenance_right'] for r in rows)} of {len(rows)} parents; --since right at "
-                  f"{sum(bool(m['ok']) for m in merges)} of {len(merges)} merges."]
+                  f"{sum(bool(m['ok']) for m in merges)} of {sum(m['ok'] is not None for m in merges)} merges "
+                  f"({sum(m['ok'] is None for m in merges)} repositories without a merge commit to try)."]
     return "\n".join(lines) + "\n"
 
 
@@ -445,6 +453,10 @@ def validate(args: argparse.Namespace) -> int:
     if args.only:
         cases = [c for c in cases if c["id"] in args.only]
     rows, merges = [], []
+    if args.from_json:  # render again the results of an earlier run
+        data = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
+        rows, merges, cases = data["cases"], data["merges"], []
+        args.no_since = True
     for case in cases:
         print(f"== {case['id']}", file=sys.stderr, flush=True)
         rows.append(validate_case(case, args.work, args.mirrors, args.timeout))
@@ -492,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     p_validate.add_argument("--json", help="write the raw results here")
     p_validate.add_argument("--only", nargs="*", help="case ids")
     p_validate.add_argument("--no-since", action="store_true", help="skip --since across merges")
+    p_validate.add_argument("--from-json", help="render the table of an earlier run's --json file (no run)")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     return {"mine": mine, "scan": scan, "confirm": confirm, "validate": validate}[args.step](args)

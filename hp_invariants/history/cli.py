@@ -464,7 +464,7 @@ def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
                         kept.extend((f, a_text) for f in a_found)
             new_pins, reasons = pins.pins_for_repair(removed, commit.sha, commit.subject, commit.date,
                                                      lambda f: renamed.get(f.path, f.path), kept)
-            reasons += gone
+            reasons = list(dict.fromkeys(reasons + gone))  # one line per reason
             if not new_pins:
                 status = 1
                 why = "; ".join(reasons) if reasons else (
