@@ -245,14 +245,21 @@ def log_file_pickaxe(text: str, path: str, root: str | os.PathLike[str], limit: 
     return changes
 
 
-def grep_files(pattern: str, root: str | os.PathLike[str], limit: int = 20) -> list[str]:
-    """The tracked ``.py`` files of the work tree (repo-relative) with a line matching the extended
-    regular expression ``pattern`` (``git grep -E``), at most ``limit``; ``[]`` when none or git fails."""
+def class_definitions(root: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """Class name -> the tracked ``.py`` files of the work tree (repo-relative) with a line
+    ``class <name>`` at any indentation: one ``git grep`` for the whole tree; ``{}`` when git fails."""
     try:
-        out = run_git(["grep", "-l", "-z", "-E", "-e", pattern, "--", "*.py"], root, check=False)
+        out = run_git(["grep", "-o", "-z", "-E", "-e", r"^[[:space:]]*class[[:space:]]+[A-Za-z_][A-Za-z_0-9]*",
+                       "--", "*.py"], root, check=False)
     except GitError:
-        return []
-    return [name for name in out.split("\x00") if name][:limit]
+        return {}
+    found: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        path, _, match = line.partition("\x00")
+        name = match.split()[-1] if match.split() else ""
+        if name and path not in found.setdefault(name, []):
+            found[name].append(path)
+    return found
 
 
 def head(root: str | os.PathLike[str]) -> str | None:

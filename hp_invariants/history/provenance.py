@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import hashlib
 import os
 import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from hp_invariants.history import git
 
@@ -298,21 +299,28 @@ def _bases(text: str, class_name: str) -> list[str]:
     return names
 
 
-def class_files(root: Path, class_name: str, near: str | None = None) -> list[str]:
+def class_files(root: Path, class_name: str, near: str | None = None,
+                classes: dict[str, list[str]] | None = None) -> list[str]:
     """Repo-relative files of the work tree defining a class named ``class_name`` (``near``, a
-    repo-relative file, first when it is one of them)."""
-    found = git.grep_files(rf"^[[:space:]]*class[[:space:]]+{re.escape(class_name)}[[:space:]]*[(:]", root)
+    repo-relative file, first when it is one of them); ``classes``: the answer of
+    :func:`hp_invariants.history.git.class_definitions` when the caller has it."""
+    found = list((classes if classes is not None else git.class_definitions(root)).get(class_name, ()))
     if near in found:
         found.remove(near)
         found.insert(0, near)
     return found
 
 
-def lookup(root: Path, path: str, text: str, class_name: str, member: str) -> Provenance | None:
+def lookup(root: Path, path: str, text: str, class_name: str, member: str,
+           classes: Callable[[], dict[str, list[str]]] | None = None, memo: dict | None = None) -> Provenance | None:
     """The :class:`Provenance` of ``class_name.member`` for a finding in the file ``path``
     (repo-relative; ``text``: its current text): searched in the class's file (``path`` when it
     defines the class), then in the files of the bases it names, two levels up. ``None`` when the
-    member still exists in the class as it is now, or no history has it."""
+    member still exists in the class as it is now, or no history has it. ``classes`` (returns class
+    name -> files, called only when a class's file is needed) and ``memo`` (the answers of
+    :func:`member_history`) may be shared by the lookups of a run."""
+    memo = memo if memo is not None else {}
+    classes = classes or functools.cache(lambda: git.class_definitions(root))
     queue = [(class_name, path if class_members(text, class_name) is not None else None, 0)]
     seen: set[str] = set()
     while queue and len(seen) < _MAX_CLASSES:
@@ -320,15 +328,17 @@ def lookup(root: Path, path: str, text: str, class_name: str, member: str) -> Pr
         if name in seen:
             continue
         seen.add(name)
-        files = [known_file] if known_file else class_files(root, name)[:2]
+        files = [known_file] if known_file else class_files(root, name, classes=classes())[:2]
         for rel in files:
             current = text if rel == path else _work_text(root, rel)
             members = class_members(current, name) if current is not None else None
             if members is None or member in members:
                 continue
-            found = member_history(root, rel, name, member)
-            if found is not None:
-                return found
+            key = (rel, name, member)
+            if key not in memo:
+                memo[key] = member_history(root, rel, name, member)
+            if memo[key] is not None:
+                return memo[key]
             if depth < 2:
                 queue.extend((base, None, depth + 1) for base in _bases(current, name))
     return None
@@ -342,7 +352,8 @@ def _work_text(root: Path, rel: str) -> str | None:
 
 
 class ProvenanceCache:
-    """The answers of :func:`lookup` for one repository, kept on disk while ``HEAD`` stays the same.
+    """The answers of :func:`lookup` for one repository, kept on disk while ``HEAD`` stays the same
+    (not pickled with it: a ``fix -j`` worker opens its own).
 
     ``folder``: the cache folder (``None``: nothing is read or written). The file is one
     checksummed JSON cache file of :mod:`hp_invariants.store` (``history-<digest>.json``); a damaged
@@ -357,6 +368,8 @@ class ProvenanceCache:
             self.file = os.path.join(folder, f"history-{digest}.json")
         self.entries: dict[str, Any] = {}
         self.changed = False
+        self._classes = functools.cache(lambda: git.class_definitions(root))  # one git grep, when needed
+        self._memo: dict = {}
         if self.file:
             from hp_invariants import store
 
@@ -373,7 +386,7 @@ class ProvenanceCache:
                 return None if data is None else Provenance.from_plain(data)
             except (ValueError, TypeError, KeyError):
                 pass
-        found = lookup(self.root, path, text, class_name, member) if self.head else None
+        found = lookup(self.root, path, text, class_name, member, self._classes, self._memo) if self.head else None
         self.entries[key] = found.to_plain() if found else None
         self.changed = True
         return found
