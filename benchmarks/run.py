@@ -1190,6 +1190,9 @@ class Bench:
         if a.notes and Path(a.notes).exists():
             add("")
             add(Path(a.notes).read_text(encoding="utf-8").rstrip())
+        if a.history_notes and Path(a.history_notes).exists():  # benchmarks/history_cost.py's last report
+            add("")
+            add(Path(a.history_notes).read_text(encoding="utf-8").rstrip())
         return "\n".join(lines).rstrip() + "\n"
 
 
@@ -1243,6 +1246,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="cProfile check -j1 where a floor goal is missed (auto; never in --quick)")
     parser.add_argument("--no-gnu-time", dest="gnu_time", action="store_false",
                         help="measure with os.wait4 instead of /usr/bin/time -v")
+    parser.add_argument("--history-notes", default=str(HERE / "HISTORY.md"), metavar="FILE",
+                        help="report of benchmarks/history_cost.py appended at the end (default: %(default)s)")
     parser.add_argument("--notes", default=str(HERE / "ANALYSIS.md"), metavar="FILE",
                         help="markdown appended to the report when it exists (analysis; default: %(default)s)")
     parser.add_argument("--keep-temp", action="store_true", help="keep the temporary folder (file lists, caches)")

@@ -1,5 +1,5 @@
 """What a rule author writes against: :class:`Rule`, :class:`Option`, :class:`FileContext` and
-:class:`ProjectFacts`.
+:class:`ProjectFacts`, and the optional history hooks' data (:class:`Repair`, :class:`RepairState`).
 
 The layers, inside out: :mod:`hp_invariants.model` is data only (findings, fixes, problems); this
 module is the contract between the engine and the rules; the rules (:mod:`hp_invariants.rules`)
@@ -62,7 +62,14 @@ class Rule:
       lets through files that call a project's must-run helper): a file the prefilter skipped then
       depends on :meth:`prefilter_record` of its project (the per-file results cache checks it);
     * ``codemod_command``: the name of the rule's libcst codemod class (default: the symbol in
-      CamelCase + ``Command``; see :mod:`hp_invariants.codemods`).
+      CamelCase + ``Command``; see :mod:`hp_invariants.codemods`);
+    * ``repair_summary``: one line naming the repair :meth:`pin_repair` recognises (the table of
+      ``hp-invariants explain E9590``); empty when the rule has no such hook.
+
+    History hooks (optional; the defaults know nothing, and :mod:`hp_invariants.history` then
+    works from the findings alone): :meth:`pin_repair` and :meth:`repair_state` (a fix commit's
+    repair, re-checked on the rule's own terms), :meth:`missing_member` (a finding about a member a
+    class lacks: its provenance in the class's history).
 
     The rule's module docstring is its user documentation (``docs/rules/<symbol>.md`` and
     ``hp-invariants explain`` print it).
@@ -81,6 +88,7 @@ class Rule:
     project_on_demand: bool = False
     prefilter_reads_project: bool = False
     codemod_command: str = ""
+    repair_summary: str = ""
 
     @property
     def command_name(self) -> str:
@@ -109,6 +117,60 @@ class Rule:
         """Yield the findings of this rule in the file of ``ctx`` (a
         :class:`FileContext`)."""
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ history hooks (optional)
+    def pin_repair(self, finding: Finding, before: ast.Module, after: ast.Module) -> "Repair | None":
+        """The repair a change made that removed ``finding`` (located in ``before``, the parsed file
+        before the change; ``after``: the file after it), in terms :meth:`repair_state` re-checks;
+        ``None`` (the default) when the rule does not recognise it: ``hp-invariants pin`` then
+        records the removed finding itself (reported when a finding of the rule returns there)."""
+        return None
+
+    def repair_state(self, scope: ast.AST, detail: dict[str, Any]) -> "RepairState | None":
+        """The state of a repair of :meth:`pin_repair` (its ``detail``) in ``scope``, the def found
+        at the repair's location now; ``None`` (the default) when the rule has no such hook."""
+        return None
+
+    def missing_member(self, finding: Finding) -> tuple[str, str] | None:
+        """``(class name, member name)`` when ``finding`` says that a class lacks a member (E9503),
+        so the history features can name the commit that deleted or renamed it; ``None`` (the
+        default) otherwise."""
+        return None
+
+
+REPAIRED, REVERTED, UNKNOWN = "repaired", "reverted", "unknown"
+"""The states of a pinned repair (:class:`RepairState`)."""
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A repair recognised by :meth:`Rule.pin_repair`: what a pin records.
+
+    ``kind`` names its shape (``"detach"``); ``location`` is the qualified name of the def it
+    guards (``HSDPParam.reset_sharded_param``; a class for a method added to it), looked up anywhere
+    in the project later; ``detail`` is plain JSON data for :meth:`Rule.repair_state`;
+    ``repaired``/``broken`` are one line of the code after and before the change (for review);
+    ``key`` is appended to the pin's id (``E9503:Model.get_input_embeddings``) when not empty.
+    """
+
+    kind: str
+    location: str
+    detail: dict[str, Any]
+    repaired: str
+    broken: str
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class RepairState:
+    """The state of a pinned repair in some code (:meth:`Rule.repair_state`): ``state`` is
+    :data:`REPAIRED`, :data:`REVERTED` (``text`` says how, ``anchor`` is the node to report) or
+    :data:`UNKNOWN` (the repaired code can no longer be recognised: ``text`` says why)."""
+
+    state: str
+    anchor: ast.AST | None = None
+    text: str = ""
+
 
 class ProjectFactsDeferred(Exception):
     """Raised by :meth:`FileContext.project_data` in an early analysis (the project facts are being

@@ -1,4 +1,4 @@
-"""Small ``ast`` helpers shared by the rules (names of expressions, function walks)."""
+"""Small ``ast`` helpers shared by the rules (names of expressions, function walks, qualified scopes)."""
 
 from __future__ import annotations
 
@@ -221,3 +221,59 @@ def walk_with_parents(root: ast.AST) -> tuple[list[ast.AST], list[ast.AST | None
                 append(value)
                 own_append(node)
     return out, owners
+
+
+# ---------------------------------------------------------------------- qualified scopes (history hooks)
+def qualified_scopes(tree: ast.AST) -> dict[str, ast.AST]:
+    """Map every qualified name (``Class.method``, ``outer.inner``) of ``tree`` to its def node.
+
+    Names are those of :meth:`hp_invariants.api.FileContext.enclosing_scope_name` (a finding's
+    ``obj``); the first definition of a name wins.
+    """
+    found: dict[str, ast.AST] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                found.setdefault(name, child)
+                visit(child, name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return found
+
+
+def parent_map(root: ast.AST) -> dict[int, ast.AST]:
+    """``id(node) -> parent`` for every node below ``root``."""
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(root):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
+
+
+def scope_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of ``scope``'s body, depth first, not descending into nested functions, classes or
+    lambdas (whose def node itself is included)."""
+    out = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def statement_of(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
+    """The statement holding ``node`` (``parents``: :func:`parent_map` of a node above it)."""
+    while not isinstance(node, ast.stmt) and id(node) in parents:
+        node = parents[id(node)]
+    return node
+
+
+def nodes_at_line(scope: ast.AST, line: int) -> list[ast.AST]:
+    """The nodes below ``scope`` that start on ``line``."""
+    return [n for n in ast.walk(scope) if getattr(n, "lineno", None) == line]

@@ -163,8 +163,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         restore(result)
     findings, problems = result.findings, result.all_problems
     history = history_cli.after_check(args, session, result)  # None unless a history feature is on
-    findings = history.findings if history else findings
-    text = output.render(args.format, findings, problems, rules)
+    annotations = None
+    if history:  # the findings left to report, with their fingerprints beside them
+        findings, annotations = history.findings, history.annotations
+    text = output.render(args.format, findings, problems, rules, annotations)
     if args.output_file:
         try:
             Path(args.output_file).write_text(text, encoding="utf-8", errors="surrogateescape")

@@ -98,8 +98,6 @@ class Finding:
     fix: Fix | None = None
     args: tuple[Any, ...] = ()
     obj: str = ""
-    fingerprint: str = ""  # set by hp_invariants.history.fingerprint.annotate (JSON, SARIF, baseline)
-    baseline_state: str = ""  # SARIF baselineState ("new", "unchanged") with --baseline/--since
 
     def sort_key(self) -> tuple[str, int, int, str]:
         """Order findings by path, position and id (deterministic output)."""
@@ -119,7 +117,6 @@ class Finding:
             "confidence": self.confidence.value,
             "obj": self.obj,
             "fix": self.fix.to_dict() if self.fix else None,
-            **({"fingerprint": self.fingerprint} if self.fingerprint else {}),
         }
 
 

@@ -1,7 +1,9 @@
 """Report formats of ``hp-invariants check``: text, json, sarif (2.1.0) and github annotations.
 
 JSON and SARIF carry each finding's fix (edits and applicability); SARIF puts them in the standard
-``fixes[].artifactChanges[].replacements`` objects.
+``fixes[].artifactChanges[].replacements`` objects. What a layer beside the rules knows about a
+finding (the history features: its fingerprint and SARIF ``baselineState``) comes as an
+:class:`Annotation` per finding, never inside :class:`~hp_invariants.model.Finding`.
 
 File names that are not valid UTF-8 (on POSIX a name is bytes; Python hands it over with each bad
 byte as a lone surrogate, ``os.fsdecode``) never reach the output as lone surrogates, which strict
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote_from_bytes
@@ -28,6 +31,35 @@ from hp_invariants.model import FileProblem, Finding
 from hp_invariants.api import Rule
 
 FORMATS = ("text", "json", "sarif", "github")
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """What the report says about one finding beyond the finding itself (set by the history features).
+
+    ``fingerprint``: the finding's identity across moves and renames (JSON ``fingerprint``, SARIF
+    ``partialFingerprints``); ``baseline_state``: SARIF ``baselineState`` (``"new"``) under a
+    baseline or ``--since``. Empty strings are left out of the report.
+    """
+
+    fingerprint: str = ""
+    baseline_state: str = ""
+
+
+NO_ANNOTATION = Annotation()
+
+SARIF_FINGERPRINT_KEY = "hpInvariantsFingerprint/v1"
+"""Key of our entry in SARIF ``partialFingerprints`` (versioned: a new scheme gets a new key)."""
+
+
+def _annotations(findings: Sequence[Finding], annotations: Sequence[Annotation] | None) -> Sequence[Annotation]:
+    """``annotations`` (one per finding, in the same order), or none for each; raises ``ValueError``
+    when the counts differ."""
+    if annotations is None:
+        return [NO_ANNOTATION] * len(findings)
+    if len(annotations) != len(findings):
+        raise ValueError(f"{len(annotations)} annotations for {len(findings)} findings")
+    return annotations
 
 
 def is_utf8(text: str) -> bool:
@@ -82,15 +114,26 @@ def _json_record(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def format_json(findings: Sequence[Finding], problems: Sequence[FileProblem]) -> str:
-    """A JSON object ``{"version", "findings": [...], "problems": [...]}`` with fixes included.
+def _json_finding(finding: Finding, annotation: Annotation) -> dict[str, Any]:
+    record = finding.to_dict()
+    if annotation.fingerprint:
+        record["fingerprint"] = annotation.fingerprint
+    return _json_record(record)
+
+
+def format_json(findings: Sequence[Finding], problems: Sequence[FileProblem],
+                annotations: Sequence[Annotation] | None = None) -> str:
+    """A JSON object ``{"version", "findings": [...], "problems": [...]}`` with fixes included, and
+    each finding's ``fingerprint`` when ``annotations`` (one per finding) give one.
 
     A record whose file name is not valid UTF-8 has ``path`` escaped and the raw bytes in
-    ``path_bytes`` (see the module docstring), so the document holds no lone surrogate."""
+    ``path_bytes`` (see the module docstring), so the document holds no lone surrogate. Raises
+    ``ValueError`` when ``annotations`` do not match ``findings`` one to one."""
+    marks = _annotations(findings, annotations)
     return json.dumps(
         {
             "version": __version__,
-            "findings": [_json_record(f.to_dict()) for f in findings],
+            "findings": [_json_finding(f, a) for f, a in zip(findings, marks)],
             "problems": [_json_record(p.to_dict()) for p in problems],
         },
         indent=2,
@@ -145,11 +188,14 @@ def _region(start: tuple[int, int], end: tuple[int, int]) -> dict:
     return {"startLine": start[0], "startColumn": start[1] + 1, "endLine": end[0], "endColumn": end[1] + 1}
 
 
-def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], rules: Sequence[Rule]) -> str:
-    """A SARIF 2.1.0 log with one run; fixes are SARIF ``fixes`` with text replacements."""
+def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], rules: Sequence[Rule],
+                 annotations: Sequence[Annotation] | None = None) -> str:
+    """A SARIF 2.1.0 log with one run; fixes are SARIF ``fixes`` with text replacements; each
+    finding's :class:`Annotation` (``annotations``: one per finding) gives ``partialFingerprints``
+    and ``baselineState``. Raises ``ValueError`` when ``annotations`` do not match ``findings``."""
     rule_index = {r.rule_id: i for i, r in enumerate(rules)}
     results = []
-    for f in findings:
+    for f, mark in zip(findings, _annotations(findings, annotations)):
         result = {
             "ruleId": f.rule_id,
             "level": "error",
@@ -164,10 +210,10 @@ def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], r
         }
         if f.rule_id in rule_index:
             result["ruleIndex"] = rule_index[f.rule_id]
-        if f.fingerprint:
-            result["partialFingerprints"] = {"hpInvariantsFingerprint/v1": f.fingerprint}
-        if f.baseline_state:
-            result["baselineState"] = f.baseline_state
+        if mark.fingerprint:
+            result["partialFingerprints"] = {SARIF_FINGERPRINT_KEY: mark.fingerprint}
+        if mark.baseline_state:
+            result["baselineState"] = mark.baseline_state
         if f.fix:
             result["fixes"] = [{
                 "description": {"text": f.fix.message},
@@ -212,14 +258,17 @@ def format_sarif(findings: Sequence[Finding], problems: Sequence[FileProblem], r
     return json.dumps(log, indent=2) + "\n"
 
 
-def render(fmt: str, findings: Sequence[Finding], problems: Sequence[FileProblem], rules: Sequence[Rule]) -> str:
-    """Render findings and problems in ``fmt`` (one of :data:`FORMATS`); raises ``ValueError``."""
+def render(fmt: str, findings: Sequence[Finding], problems: Sequence[FileProblem], rules: Sequence[Rule],
+           annotations: Sequence[Annotation] | None = None) -> str:
+    """Render findings and problems in ``fmt`` (one of :data:`FORMATS`), with one :class:`Annotation`
+    per finding when given (JSON and SARIF show them); raises ``ValueError`` for an unknown format or
+    annotations that do not match the findings."""
     if fmt == "text":
         return format_text(findings, problems)
     if fmt == "json":
-        return format_json(findings, problems)
+        return format_json(findings, problems, annotations)
     if fmt == "sarif":
-        return format_sarif(findings, problems, rules)
+        return format_sarif(findings, problems, rules, annotations)
     if fmt == "github":
         return format_github(findings, problems)
     raise ValueError(f"unknown format {fmt!r}")

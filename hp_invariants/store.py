@@ -1166,6 +1166,42 @@ class _Space:
         return space
 
 
+# ====================================================================== documents
+def read_document(folder: str, root: Path, what: str) -> Any:
+    """The JSON data :func:`write_document` stored for the repository or project ``root`` under
+    ``what`` (``"history"``: the provenance answers of :mod:`hp_invariants.history`) in the cache
+    folder ``folder``; ``None`` when there is none, or it is damaged, foreign or of another version.
+    Never raises for the cache's state."""
+    space = _Space(folder, root, what)
+    found = space.db.rows(f"SELECT t.written, t.data, t.crc FROM {space.where('manifests')}", space.key)
+    if not found:
+        return None
+    written, data, crc = found[0]
+    if type(written) is not int or type(data) is not str or _crc(f"{written}\0{data}", space.seed) != crc:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def write_document(folder: str, root: Path, what: str, data: Any) -> None:
+    """Store the JSON data ``data`` for ``root`` under ``what`` (one checksummed row, replacing the
+    previous one, in one transaction); a cache that cannot be written only costs speed. Raises
+    ``TypeError`` when ``data`` is not JSON data."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
+    import time  # noqa: PLC0415
+
+    space = _Space(folder, root, what)
+    written = time.time_ns()
+
+    def work(conn: Any) -> None:
+        conn.execute("INSERT OR REPLACE INTO manifests VALUES (?, ?, ?, ?)",
+                     (space.claim(conn), written, text, _crc(f"{written}\0{text}", space.seed)))
+
+    space.db.write(work)
+
+
 # ====================================================================== the project facts
 class ProjectCache:
     """What is stored of the project ``root`` for the facts kinds ``facts`` (built together) in the

@@ -8,6 +8,7 @@ import ast
 import importlib.util
 import io
 import json
+import os
 import pkgutil
 import subprocess
 import sys
@@ -94,6 +95,27 @@ def test_cycle_finder_finds_a_function_level_cycle():
     # the shape the redesign removed: engine imported the class index inside a function, and the
     # index imported the engine's time budget inside another
     assert find_cycles({"engine": {"index"}, "index": {"engine"}}) == [["engine", "index", "engine"]]
+
+
+def _code_strings(path: str) -> list[str]:
+    """The string constants of a module's code (docstrings left out)."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_history_knows_no_rule():
+    # issue #25: each rule owns its history hooks (pin recognisers, the member a finding misses);
+    # hp_invariants.history asks the registered rules and names none of them in its code
+    modules = {name: path for name, path in _modules().items() if name.startswith("hp_invariants.history")}
+    assert "hp_invariants.history.pins" in modules
+    names = [n for rule in registry.RULES for n in (rule.rule_id, rule.symbol)]
+    for name, path in modules.items():
+        assert not any(n in text for text in _code_strings(path) for n in names), name
+        assert not any(dep.startswith("hp_invariants.rules") for dep in import_graph()[name]), name
 
 
 def test_engine_does_not_know_any_rule():
@@ -222,6 +244,45 @@ def test_a_rule_registered_from_outside_reaches_every_front_end(fifth_rule, tmp_
     assert "Traceback" not in proc.stderr, proc.stderr
     messages = json.loads(proc.stdout)
     assert [(m["message-id"], m["symbol"], m["line"]) for m in messages] == [("E9599", "demo-print-call", 2)]
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def test_a_fix_of_a_rule_registered_from_outside_can_be_pinned(fifth_rule, tmp_path: Path, monkeypatch, capsys):
+    # the generic pin of issue #26: a rule without history hooks gets its removed finding pinned,
+    # and a revert of the fix is reported naming the commit
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "config", "user.name", "T")
+    _git(project, "config", "user.email", "t@example.invalid")
+    (project / "pyproject.toml").write_text("")
+    (project / "m.py").write_text("def report(x):\n    print(x)\n")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "report with print")
+    (project / "m.py").write_text("def report(x):\n    log(x)\n")
+    _git(project, "commit", "-qam", "Log instead of printing")
+    fix = _git(project, "rev-parse", "HEAD").strip()
+    assert main(["pin", "--no-cache", fix]) == 0
+    (pin,) = json.loads((project / "hp-invariants-pins.json").read_text())["pins"]
+    assert (pin["id"], pin["kind"], pin["location"]) == ("E9599:report", "finding", "report")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "pin")
+    assert main(["check", "--no-cache", "--select", "E9599"]) == 0
+    _git(project, "revert", "--no-edit", fix)
+    capsys.readouterr()
+    assert main(["check", "--no-cache", "--format", "json"]) == 1
+    found = json.loads(capsys.readouterr().out)["findings"]
+    assert sorted(f["id"] for f in found) == ["E9590", "E9599"]
+    reverted = next(f for f in found if f["id"] == "E9590")
+    assert f"reverts the fix from {fix[:7]} 'Log instead of printing'" in reverted["message"]
+    assert "back in report: `print(x)` (the same code)" in reverted["message"]
+    assert reverted["line"] == 2
 
 
 def test_register_refuses_a_clash():

@@ -37,7 +37,6 @@ def _isolated_git(monkeypatch, tmp_path):
     monkeypatch.setenv("HP_INVARIANTS_CACHE_DIR", str(tmp_path / "cache"))
     from hp_invariants.history import restore
 
-    restore._CACHE.clear()
     restore._ROOTS.clear()
 
 
@@ -133,6 +132,26 @@ def test_json_and_sarif_carry_fingerprints_and_baseline_state(repo):
     assert "baselineState" not in result
     code, out, _ = repo.hp("check", "--no-cache", "--format", "sarif", "--since", "HEAD", "pkg")
     assert code == 0 and json.loads(out)["runs"][0]["results"] == []
+
+
+def test_findings_stay_history_free_and_the_report_takes_annotations_beside_them():
+    # issue #25: the fingerprint and baselineState live beside a finding, never in it
+    import dataclasses
+
+    from hp_invariants import output
+
+    assert {f.name for f in dataclasses.fields(Finding)} & {"fingerprint", "baseline_state"} == set()
+    finding = _finding("x = t.narrow(0, 0, n)\n", 1, 4, 1, 21)
+    plain = json.loads(output.render("json", [finding], [], []))["findings"][0]
+    assert "fingerprint" not in plain
+    marked = [output.Annotation("ab" * 16, "new")]
+    record = json.loads(output.render("json", [finding], [], [], marked))["findings"][0]
+    assert list(record)[-1] == "fingerprint" and record["fingerprint"] == "ab" * 16
+    result = json.loads(output.render("sarif", [finding], [], [], marked))["runs"][0]["results"][0]
+    assert result["partialFingerprints"] == {output.SARIF_FINGERPRINT_KEY: "ab" * 16}
+    assert result["baselineState"] == "new"
+    with pytest.raises(ValueError, match="annotations"):
+        output.render("json", [finding], [], [], [])
 
 
 # ---------------------------------------------------------------------- pins
@@ -298,6 +317,25 @@ def test_since_across_a_rename_and_fix_since(repo):
     assert "raise ValueError" in repo.read("pkg/old_wrapping.py")
 
 
+def test_since_with_a_baseline_keeps_still_present_accepted_findings_off_the_stale_list(repo):
+    # issue #25: --since ran before the baseline, so an accepted finding that --since dropped as
+    # "already there" was reported as a stale baseline entry ("no longer occurs")
+    repo.write("pkg/legacy.py", LEGACY)
+    assert repo.hp("baseline", "--no-cache")[0] == 0
+    base = repo.commit("adopt with a baseline")
+    repo.write("pkg/new.py", LEGACY.replace("wrap_all", "wrap_new"))
+    repo.commit("a new violation")
+    code, findings, err = repo.check("--since", base, "--fail-on-stale-baseline")
+    assert [(f["path"], f["id"]) for f in findings] == [("pkg/new.py", "E9504")]
+    assert "stale baseline entry" not in err and code == 1
+    repo.write("pkg/new.py", "")  # the new one fixed: clean, and still nothing stale
+    code, findings, err = repo.check("--since", base, "--fail-on-stale-baseline")
+    assert (code, findings) == (0, []) and "stale" not in err
+    repo.write("pkg/legacy.py", "")  # the accepted one gone: now it is stale
+    code, _findings, err = repo.check("--since", base, "--fail-on-stale-baseline")
+    assert code == 1 and "stale baseline entry" in err and "pkg/legacy.py" in err
+
+
 def test_since_errors_outside_git_and_for_unknown_rev(tmp_path, monkeypatch, capsys):
     folder = tmp_path / "plain"
     folder.mkdir()
@@ -411,11 +449,10 @@ def test_pins_stay_quiet_when_the_repairs_survive_a_refactor(repo):
     assert (code, findings) == (0, [])
 
 
-def test_check_reshapes_the_findings_of_the_restored_rule():
-    # check's restore pass imports the restore machinery only when a finding of its rule occurs:
-    # the symbol it looks for is that rule's
+def test_check_reshapes_the_findings_of_rules_with_the_member_hook():
+    # check's restore pass imports the restore machinery only when a finding of a rule with the
+    # missing_member hook occurs: E9503 has it, the other bundled rules do not
     from hp_invariants.history import cli as history_cli
-    from hp_invariants.history import restore
-    from hp_invariants.registry import get_rule
+    from hp_invariants.registry import RULES
 
-    assert history_cli.RESTORED_SYMBOL == restore.RULE_SYMBOL == get_rule("E9503").symbol
+    assert [r.rule_id for r in RULES if history_cli.has_member_hook(r)] == ["E9503"]

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from hp_invariants.history import BASELINE_FILE
-from hp_invariants.history.fingerprint import finding_code, match, normalize_code
-from hp_invariants.model import Finding
+from hp_invariants.history.fingerprint import Fingerprinted, finding_code, match, normalize_code
 
 DEFAULT_NAME = BASELINE_FILE
 FORMAT_VERSION = 1
@@ -70,11 +69,12 @@ class Baseline:
         return Counter(e.fingerprint for e in self.entries)
 
 
-def entry_for(finding: Finding, source_text: str | None, root: Path) -> Entry:
-    """Return the baseline :class:`Entry` of a fingerprinted ``finding``."""
+def entry_for(item: Fingerprinted, source_text: str | None, root: Path) -> Entry:
+    """Return the baseline :class:`Entry` of a fingerprinted finding (``source_text``: its file's text)."""
+    finding = item.finding
     code = normalize_code(finding_code(finding, source_text)) if source_text else finding.message
     code = code if len(code) <= 200 else code[:197] + "..."
-    return Entry(finding.fingerprint, finding.rule_id, finding.symbol, _rel(finding.path, root), finding.obj,
+    return Entry(item.fingerprint, finding.rule_id, finding.symbol, _rel(finding.path, root), finding.obj,
                  " ".join(code.split()))
 
 
@@ -120,8 +120,8 @@ def dump(baseline: Baseline, path: Path) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def filter_new(findings: Sequence[Finding], baseline: Baseline,
-               checked: Iterable[str] | None = None) -> tuple[list[Finding], list[Entry]]:
+def filter_new(findings: Sequence[Fingerprinted], baseline: Baseline,
+               checked: Iterable[str] | None = None) -> tuple[list[Fingerprinted], list[Entry]]:
     """Split fingerprinted ``findings`` against ``baseline``.
 
     Returns ``(new, stale)``: the findings not accepted by the baseline, and the baseline entries

@@ -74,7 +74,8 @@ def add_arguments(sub: Any, check: argparse.ArgumentParser, fix: argparse.Argume
     pin.add_argument("--cache-dir", metavar="DIR", help="class-index cache folder")
 
     unpin = sub.add_parser("unpin", help="remove pins (by id, or all pins of a commit)")
-    unpin.add_argument("ids", nargs="+", metavar="ID", help="pin id (E9501:Class.method) or a commit sha (7+ digits)")
+    unpin.add_argument("ids", nargs="+", metavar="ID",
+                       help="pin id (RULE:Class.method, as `pin` printed it) or a commit sha (7+ digits)")
     unpin.add_argument("--pins", metavar="FILE", help="pins file (default: config 'pins' or hp-invariants-pins.json)")
     unpin.add_argument("--config", metavar="PYPROJECT", help="pyproject.toml to read [tool.hp-invariants] from")
 
@@ -121,50 +122,66 @@ def map_rules(session: Any, wrap: Callable[[Rule], Rule]) -> None:
     session.map_settings(lambda base: dataclasses.replace(base, rules=tuple(wrap(r) for r in base.rules)))
 
 
+def _provenance_cache_dir(args: argparse.Namespace, session: Any) -> str | None:
+    """The cache folder of the provenance answers (``None`` with ``--no-cache``)."""
+    if getattr(args, "no_cache", False):
+        return None
+    from hp_invariants.store import default_cache_dir
+
+    return getattr(_config(session, args), "cache_dir", None) or default_cache_dir()
+
+
+def has_member_hook(rule: Rule) -> bool:
+    """Whether ``rule`` (or the rule a proxy wraps) implements :meth:`~hp_invariants.api.Rule.missing_member`."""
+    from hp_invariants.history.proxy import unwrap
+
+    return type(unwrap(rule)).missing_member is not Rule.missing_member
+
+
 def _wrap_restore(args: argparse.Namespace, session: Any) -> None:
-    """For ``fix``: wrap E9503 so that every fix round sees the restore-from-history fix (unless
-    ``restore-from-history = false``)."""
+    """For ``fix``: wrap the rules with the ``missing_member`` hook so that every fix round sees the
+    restore-from-history fix (unless ``restore-from-history = false``)."""
     from hp_invariants.history import restore
     from hp_invariants.history.proxy import RuleProxy
 
     if not _restore_enabled(_config(session, args)):
         return
-    transform = restore.RestoreTransform((args.paths or ["."])[0])
-    map_rules(session, lambda r: RuleProxy(r, transform) if r.symbol == restore.RULE_SYMBOL else r)
-
-
-RESTORED_SYMBOL = "undefined-method-call"
-"""The rule whose findings restore-from-history reshapes (``hp_invariants.history.restore.RULE_SYMBOL``)."""
+    transform = restore.RestoreTransform((args.paths or ["."])[0], _provenance_cache_dir(args, session))
+    map_rules(session, lambda r: RuleProxy(r, transform) if has_member_hook(r) else r)
 
 
 def prepare_check(args: argparse.Namespace, session: Any) -> Callable[[Any], None] | None:
-    """Return the restore-from-history pass of ``check`` for E9503 findings (``None`` when
-    ``restore-from-history = false``): applied to the run's results after the pipeline, so the
+    """Return the restore-from-history pass of ``check`` (``None`` when ``restore-from-history =
+    false``): for the findings of rules with the ``missing_member`` hook (E9503), the commit that
+    deleted or renamed the member, applied to the run's results after the pipeline, so the
     pipeline's rules stay the bundled ones (and its results cache applies). git is only called when
-    an E9503 finding occurs, in a git work tree. (``fix`` wraps the rule instead: see :func:`fix_session`,
-    its fix loop needs the restore fix on every round.)"""
+    such a finding occurs, in a git work tree; the answers are cached per ``HEAD``. (``fix`` wraps
+    the rules instead: see :func:`fix_session`, its fix loop needs the restore fix on every round.)"""
     if not _restore_enabled(_config(session, args)):
         return None
     start = (args.paths or ["."])[0]
+    hooked = {r.rule_id for r in session.resolver.rules if has_member_hook(r)}
 
     def post(result: Any) -> None:
         transform = None
         for file_result in result.files:
-            mine = [f for f in file_result.findings if f.symbol == RESTORED_SYMBOL]
+            mine = [f for f in file_result.findings if f.rule_id in hooked]
             if not mine:
                 continue
-            if transform is None:  # git and the restore machinery only once there is an E9503 finding
+            if transform is None:  # git and the restore machinery only once there is such a finding
                 from hp_invariants.history import restore
                 from hp_invariants.source import SourceFile, read_source_bytes
 
-                transform = restore.RestoreTransform(start)
+                transform = restore.RestoreTransform(start, _provenance_cache_dir(args, session), autosave=False)
             try:
                 source = SourceFile.from_bytes(file_result.path, read_source_bytes(file_result.path)[0])
             except (OSError, ValueError):
                 continue
-            others = [f for f in file_result.findings if f.symbol != RESTORED_SYMBOL]
+            others = [f for f in file_result.findings if f.rule_id not in hooked]
             shaped = transform(mine, types.SimpleNamespace(source=source, path=file_result.path))
             file_result.findings = sorted(others + shaped, key=Finding.sort_key)
+        if transform is not None:
+            transform.save()
 
     return post
 
@@ -194,8 +211,8 @@ def _tree_checker(args: argparse.Namespace, resolver: Any, pin_list: Sequence[An
             def project_files() -> list[str]:
                 return session.discover([tree_root])[0]
 
-            findings += pins.check(pin_list, [r.path for r in result.files], project_files, read_text_file,
-                                   os.path.join(tree_root, pins_rel))
+            findings += pins.check(pin_list, findings, [r.path for r in result.files], project_files,
+                                   read_text_file, os.path.join(tree_root, pins_rel))
         return findings
 
     return check_tree
@@ -204,23 +221,33 @@ def _tree_checker(args: argparse.Namespace, resolver: Any, pin_list: Sequence[An
 # ---------------------------------------------------------------------- check
 @dataclass
 class CheckOutcome:
-    """What the history features made of a check: the findings to report, notes for stderr,
-    stale baseline entries and whether they fail the run."""
+    """What the history features made of a check: the findings to report with their fingerprints
+    (``marked``), notes for stderr, stale baseline entries and whether they fail the run."""
 
-    findings: list[Finding]
+    marked: list[Any]
     notes: list[str] = field(default_factory=list)
     stale: list[Any] = field(default_factory=list)
     fail_on_stale: bool = False
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The findings to report, in output order."""
+        return [item.finding for item in self.marked]
+
+    @property
+    def annotations(self) -> list[Any]:
+        """One :class:`hp_invariants.output.Annotation` per finding of :attr:`findings`."""
+        return [item.annotation() for item in self.marked]
 
     def exit_code(self, problems: Sequence[Any]) -> int:
         """2 with problems, 1 with findings (or stale entries under ``--fail-on-stale-baseline``), else 0."""
         if problems:
             return 2
-        return 1 if self.findings or (self.fail_on_stale and self.stale) else 0
+        return 1 if self.marked or (self.fail_on_stale and self.stale) else 0
 
 
 def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOutcome | None:
-    """Apply pins, fingerprints, ``--since`` and the baseline to ``result`` (the
+    """Apply pins, fingerprints, the baseline and ``--since`` to ``result`` (the
     :class:`hp_invariants.engine.RunResult` of ``session``). Returns ``None`` when no history
     feature is in use (the plain check path stays as it was). Raises :class:`HistoryError` (exit 2)
     for a git or file error."""
@@ -242,33 +269,34 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
             def project_files() -> list[str]:
                 return session.discover([str(config.root)])[0]
 
-            findings += pins.check(pin_list, checked, project_files, read_text_file, str(pins_path))
+            findings += pins.check(pin_list, findings, checked, project_files, read_text_file, str(pins_path))
             findings.sort(key=Finding.sort_key)
-        findings = annotate(findings, read_text_file)
-        outcome = CheckOutcome(findings, fail_on_stale=args.fail_on_stale_baseline)
-        if args.since:
-            from hp_invariants.history import since
-
-            pins_rel = os.path.relpath(os.path.realpath(pins_path), _repo_root(config)) if pins_path else ""
-            commit, old = since.rev_fingerprints(args.since, args.paths or ["."],
-                                                 _tree_checker(args, session.resolver, pin_list, pins_rel))
-            new, unchanged, _ = match(findings, old)
-            outcome.findings = [dataclasses.replace(f, baseline_state="new") for f in new]
-            outcome.notes.append(f"--since {commit.short} '{commit.subject}': {len(new)} finding(s) introduced, "
-                                 f"{len(unchanged)} already there (not reported)")
+        outcome = CheckOutcome(annotate(findings, read_text_file), fail_on_stale=args.fail_on_stale_baseline)
+        # the baseline first, on every finding of the run: an accepted finding is stale only when it
+        # no longer occurs at all, not when --since drops it as already there
         if baseline_path:
             if not baseline_path.exists():
                 raise HistoryError(f"baseline file {baseline_path} not found (write it with `hp-invariants baseline`)")
             accepted = baseline_mod.load(baseline_path, Path(config.root))
-            before = len(outcome.findings)
-            new, stale = baseline_mod.filter_new(outcome.findings, accepted, checked)
-            outcome.findings = [f if f.baseline_state else dataclasses.replace(f, baseline_state="new") for f in new]
+            before = len(outcome.marked)
+            new, stale = baseline_mod.filter_new(outcome.marked, accepted, checked)
+            outcome.marked = [item.marked_new() for item in new]
             outcome.stale = stale
             outcome.notes.append(f"baseline {baseline_path}: {before - len(new)} finding(s) accepted, "
                                  f"{len(new)} new")
             for entry in stale:
                 outcome.notes.append(f"stale baseline entry (no longer occurs; `hp-invariants baseline` drops it): "
                                      f"{entry.describe()}")
+        if args.since:
+            from hp_invariants.history import since
+
+            pins_rel = os.path.relpath(os.path.realpath(pins_path), _repo_root(config)) if pins_path else ""
+            commit, old = since.rev_fingerprints(args.since, args.paths or ["."],
+                                                 _tree_checker(args, session.resolver, pin_list, pins_rel))
+            new, unchanged, _ = match(outcome.marked, old)
+            outcome.marked = [item.marked_new() for item in new]
+            outcome.notes.append(f"--since {commit.short} '{commit.subject}': {len(new)} finding(s) introduced, "
+                                 f"{len(unchanged)} already there (not reported)")
         return outcome
     except _errors() as exc:
         raise HistoryError(str(exc)) from exc
@@ -306,15 +334,16 @@ def cmd_baseline(args: argparse.Namespace, make_session: Callable[[argparse.Name
     session, jobs = make_session(args)
     config = _config(session, args)
     result = engine.run_check(session, args.paths or ["."], jobs=jobs)
-    findings = annotate(result.findings, read_text_file)
+    findings = annotate(result.findings, read_text_file)  # fingerprinted findings
     path = _path(config, "baseline", baseline_mod.DEFAULT_NAME, args.baseline, for_write=True)
     root = Path(config.root)  # entry paths are relative to the project root
     texts: dict[str, str | None] = {}
 
-    def entry(f: Finding) -> Any:
-        if f.path not in texts:
-            texts[f.path] = read_text_file(f.path)
-        return baseline_mod.entry_for(f, texts[f.path], root)
+    def entry(item: Any) -> Any:
+        path = item.finding.path
+        if path not in texts:
+            texts[path] = read_text_file(path)
+        return baseline_mod.entry_for(item, texts[path], root)
 
     try:
         old = baseline_mod.load(path, root) if path.exists() else None
@@ -348,7 +377,7 @@ def cmd_baseline(args: argparse.Namespace, make_session: Callable[[argparse.Name
     if skipped:
         print(f"hp-invariants: {skipped} new finding(s) were NOT added (the baseline only shrinks; fix them, "
               f"or accept them with `hp-invariants baseline --update`):", file=sys.stderr)
-        _write(output.format_text([f for f in findings if id(f) in new_ids], []))
+        _write(output.format_text([item.finding for item in findings if id(item) in new_ids], []))
     if result.all_problems:
         _write(output.format_text([], result.all_problems))
         print(f"hp-invariants: {len(result.all_problems)} file(s) could not be checked: their findings are not "
@@ -397,31 +426,51 @@ def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
         for rev in args.commits:
             commit = git.commit_info(rev, root)
             parent = git.parent_of(commit.sha, root)
-            pairs = [(old, new) for old, new in git.changed_files(parent, commit.sha, root) if old and new]
+            changes = git.changed_files(parent, commit.sha, root)
+            pairs = [(old, new) for old, new in changes if old and new]
+            deleted = [old for old, new in changes if old and not new]
             removed: list[tuple[Finding, str, str]] = []
+            kept: list[tuple[Finding, str]] = []
             renamed: dict[str, str] = {}
-            if parent is not None and pairs:
+            gone: list[str] = []  # why findings of deleted files are not pinned
+            if parent is not None and (pairs or deleted):
                 with tempfile.TemporaryDirectory(prefix="hp-invariants-pin-") as tmp:
                     before_root, after_root = os.path.join(tmp, "before"), os.path.join(tmp, "after")
                     git.extract_tree(parent, root, before_root)
                     git.extract_tree(commit.sha, root, after_root)
+                    # files the commit left alone whose findings it may still have removed: those that name
+                    # a class of a changed file (a base, a protocol, the class of a child attribute)
+                    pairs += [(rel, rel) for rel in _dependents(before_root, after_root, pairs)]
+                    b_paths = {old: os.path.join(before_root, old) for old, _new in pairs}
+                    a_paths = {new: os.path.join(after_root, new) for _old, new in pairs}
+                    d_paths = {os.path.join(before_root, old): old for old in deleted}
+                    b_list = sorted(set(b_paths.values()) | set(d_paths))
+                    b_all = _by_path(check_tree(before_root, b_list) if b_list else [])
+                    for path, old in sorted(d_paths.items()):
+                        gone.extend(f"{f.rule_id} {f.symbol} in {f.obj or '<module>'}: the change deleted {old} "
+                                    f"(nothing left to guard)" for f in b_all.get(path, []))
+                    a_list = sorted(set(a_paths.values()))
+                    a_all = _by_path(check_tree(after_root, a_list) if a_list else [])
                     for old, new in pairs:
-                        b_path, a_path = os.path.join(before_root, old), os.path.join(after_root, new)
-                        b_found = check_tree(before_root, [b_path])
-                        a_found = check_tree(after_root, [a_path])
+                        b_path, a_path = b_paths[old], a_paths[new]
+                        b_found, a_found = b_all.get(b_path, []), a_all.get(a_path, [])
+                        if not b_found and not a_found:
+                            continue
                         b_text = _read(b_path)
                         a_text = _read(a_path)
-                        for finding in _removed([f for f in b_found if f.path == b_path], a_found):
+                        for finding in _removed(b_found, a_found):
                             removed.append((finding, b_text, a_text))
                             renamed[b_path] = new
+                        kept.extend((f, a_text) for f in a_found)
             new_pins, reasons = pins.pins_for_repair(removed, commit.sha, commit.subject, commit.date,
-                                                     lambda f: renamed.get(f.path, f.path))
+                                                     lambda f: renamed.get(f.path, f.path), kept)
+            reasons = list(dict.fromkeys(reasons + gone))  # one line per reason
             if not new_pins:
                 status = 1
                 why = "; ".join(reasons) if reasons else (
-                    "its parent has no finding that the commit removes" if parent else "it is a root commit")
-                print(f"hp-invariants: refusing to pin {commit.short} '{commit.subject}': not a repair this tool "
-                      f"knows ({why})", file=sys.stderr)
+                    "it removed no finding (every finding of its parent's version of the files it changed is "
+                    "still there after it)" if parent else "it is a root commit")
+                print(f"hp-invariants: refusing to pin {commit.short} '{commit.subject}': {why}", file=sys.stderr)
                 continue
             for pin in new_pins:
                 print(f"pinned {pin.id} ({pin.symbol}, {pin.path}) from {commit.short} '{commit.subject}'")
@@ -434,6 +483,48 @@ def cmd_pin(args: argparse.Namespace, make_session: Any = None) -> int:
         return status
     except _errors() as exc:
         raise HistoryError(str(exc)) from exc
+
+
+def _dependents(before_root: str, after_root: str, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """Repo-relative ``.py`` files that a commit did not change (the same in ``before_root`` and
+    ``after_root``, its extracted parent and itself) and that name, as a word, a class defined in one
+    of the changed files ``pairs`` (old, new) before or after it: their findings may depend on the
+    change (E9503 reads a class's bases, a protocol, the class of a child attribute)."""
+    import ast
+    import re
+
+    from hp_invariants.history.pins import parse
+
+    names: set[str] = set()
+    for root, rels in ((before_root, [old for old, _ in pairs]), (after_root, [new for _, new in pairs])):
+        for rel in rels:
+            tree = parse(_read(os.path.join(root, rel)))
+            if tree is not None:
+                names.update(n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
+    changed = {new for _, new in pairs} | {old for old, _ in pairs}
+    found = []
+    if not names:
+        return found
+    word = re.compile(r"\w+")
+    for folder, dirs, files in os.walk(after_root):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        for name in sorted(files):
+            if not name.endswith((".py", ".pyi")):
+                continue
+            path = os.path.join(folder, name)
+            rel = Path(os.path.relpath(path, after_root)).as_posix()
+            if rel in changed or not os.path.exists(os.path.join(before_root, rel)):
+                continue
+            if names.intersection(word.findall(_read(path))):
+                found.append(rel)
+    return found
+
+
+def _by_path(findings: Sequence[Finding]) -> dict[str, list[Finding]]:
+    grouped: dict[str, list[Finding]] = {}
+    for finding in findings:
+        grouped.setdefault(finding.path, []).append(finding)
+    return grouped
 
 
 def _read(path: str) -> str:
@@ -460,7 +551,10 @@ def cmd_unpin(args: argparse.Namespace, make_session: Any = None) -> int:
         for pin in hit:
             print(f"unpinned {pin.id} (from {pin.provenance()})")
         remaining = [p for p in remaining if p not in hit]
-    pins.dump(remaining, pins_path)
+    try:
+        pins.dump(remaining, pins_path)
+    except pins.PinError as exc:
+        raise HistoryError(str(exc)) from exc
     return 0
 
 
@@ -515,7 +609,7 @@ class FixSession:
         from hp_invariants.history import pins
 
         pins_path = _path(self.config, "pins", pins.DEFAULT_NAME, self.args.pins, for_write=True)
-        removed = []
+        removed, kept = [], []
         for res in results:
             outcome = getattr(res, "outcome", None)
             if outcome is None or not outcome.changed or not getattr(res, "written", False):
@@ -525,10 +619,12 @@ class FixSession:
                 continue
             for finding in _removed(outcome.initial, outcome.remaining):
                 removed.append((finding, before, outcome.text))
+            kept.extend((finding, outcome.text) for finding in outcome.remaining)
         root = pins_path.parent
         today = datetime.date.today().isoformat()
         new_pins, reasons = pins.pins_for_repair(
-            removed, "", "hp-invariants fix", today, lambda f: Path(os.path.relpath(os.path.realpath(f.path), root)).as_posix())
+            removed, "", "hp-invariants fix", today,
+            lambda f: Path(os.path.relpath(os.path.realpath(f.path), root)).as_posix(), kept)
         for pin in new_pins:
             print(f"hp-invariants: pinned {pin.id} ({pin.symbol}, {pin.path})", file=sys.stderr)
         for reason in reasons:

@@ -11,23 +11,48 @@ A fingerprint hashes three things, as SARIF's ``partialFingerprints`` intend:
 
 Line and column numbers are not part of it: code that moves keeps its fingerprint. Two identical
 findings in the same scope share one fingerprint; matching (:func:`match`) counts them.
+
+A fingerprint lives beside its finding (:class:`Fingerprinted`), never inside
+:class:`~hp_invariants.model.Finding`: the rules know nothing of history; the report gets it as an
+:class:`hp_invariants.output.Annotation`.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import hashlib
 import re
 import textwrap
 import warnings
 from collections import Counter
-from typing import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from hp_invariants.model import Finding
 
-#: Key of our entry in SARIF ``partialFingerprints`` (versioned: a new scheme gets a new key).
-SARIF_KEY = "hpInvariantsFingerprint/v1"
+if TYPE_CHECKING:  # pragma: no cover
+    from hp_invariants.output import Annotation
+
+
+
+@dataclass(frozen=True)
+class Fingerprinted:
+    """A finding with its ``fingerprint`` and, under a baseline or ``--since``, its SARIF
+    ``baseline_state`` (``"new"``): what the history features add to a finding, kept beside it."""
+
+    finding: Finding
+    fingerprint: str
+    baseline_state: str = ""
+
+    def annotation(self) -> "Annotation":
+        """The :class:`hp_invariants.output.Annotation` the report shows for the finding."""
+        from hp_invariants.output import Annotation
+
+        return Annotation(self.fingerprint, self.baseline_state)
+
+    def marked_new(self) -> "Fingerprinted":
+        """This finding with ``baseline_state`` ``"new"``."""
+        return self if self.baseline_state == "new" else Fingerprinted(self.finding, self.fingerprint, "new")
 
 
 def normalize_code(text: str) -> str:
@@ -73,18 +98,15 @@ def fingerprint(finding: Finding, source_text: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def annotate(findings: Sequence[Finding], read_text: Callable[[str], str | None]) -> list[Finding]:
-    """Return ``findings`` with their ``fingerprint`` field set.
+def annotate(findings: Sequence[Finding], read_text: Callable[[str], str | None]) -> list[Fingerprinted]:
+    """Return each of ``findings`` with its fingerprint, in the same order.
 
     ``read_text(path)`` returns a file's decoded text (``None`` when unreadable: the finding then
-    gets a fingerprint of its rule, scope and message). Findings that already carry one keep it.
+    gets a fingerprint of its rule, scope and message); each file is read once.
     """
     texts: dict[str, str | None] = {}
     result = []
     for finding in findings:
-        if finding.fingerprint:
-            result.append(finding)
-            continue
         if finding.path not in texts:
             texts[finding.path] = read_text(finding.path)
         text = texts[finding.path]
@@ -93,11 +115,12 @@ def annotate(findings: Sequence[Finding], read_text: Callable[[str], str | None]
             fp = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
         else:
             fp = fingerprint(finding, text)
-        result.append(dataclasses.replace(finding, fingerprint=fp))
+        result.append(Fingerprinted(finding, fp))
     return result
 
 
-def match(current: Iterable[Finding], known: Iterable[str]) -> tuple[list[Finding], list[Finding], Counter]:
+def match(current: Iterable[Fingerprinted], known: Iterable[str]) -> tuple[list[Fingerprinted], list[Fingerprinted],
+                                                                          Counter]:
     """Split ``current`` (fingerprinted findings) against the fingerprints ``known`` (a multiset).
 
     Returns ``(new, unchanged, left)``: the findings whose fingerprint is not (or no longer often

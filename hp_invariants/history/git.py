@@ -7,10 +7,8 @@ git missing. Nothing here writes to the repository or to git's configuration.
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,19 +141,52 @@ def _parse_name_status(out: str) -> list[tuple[str | None, str | None]]:
     return pairs
 
 
+KEPT_FILES = (".py", ".pyi", "pyproject.toml", "setup.cfg")
+"""The files :func:`extract_tree` writes (name endings)."""
+
+
 def extract_tree(rev: str, root: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
     """Write the Python files and configuration files of commit ``rev`` under ``dest``.
 
-    Uses ``git archive`` (one process, whatever the size of the tree). Only ``*.py``, ``*.pyi``,
-    ``pyproject.toml``, ``setup.cfg`` and ``setup.py`` are written; an empty ``.git`` folder marks
-    ``dest`` as the project root.
+    Only ``*.py``, ``*.pyi``, ``pyproject.toml`` and ``setup.cfg`` are written (symbolic links
+    are not), read with one ``git ls-tree`` and one ``git cat-file --batch`` whatever the size of
+    the tree: other files (notebooks, data, binaries) are never read, so a partial clone missing
+    them extracts fine, and a file git cannot read is left out. An empty ``.git`` folder marks
+    ``dest`` as the project root. Raises :class:`GitError` for an unknown revision.
     """
-    data = run_git(["archive", "--format=tar", rev], root, binary=True)
-    keep = (".py", ".pyi", "pyproject.toml", "setup.cfg")
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(keep)]
-        tar.extractall(dest, members=members, filter="data")
+    listing = run_git(["ls-tree", "-r", "-z", "--full-tree", rev], root)
+    wanted: list[tuple[str, str]] = []
+    for entry in listing.split("\x00"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob" and parts[0] != "120000" and path.endswith(KEPT_FILES):
+            if path.startswith("/") or ".." in path.split("/"):
+                continue
+            wanted.append((parts[2], path))
     os.makedirs(os.path.join(dest, ".git"), exist_ok=True)
+    if not wanted:
+        return
+    try:
+        proc = subprocess.run(["git", "cat-file", "--batch"], cwd=root, capture_output=True, check=False,
+                              input="".join(f"{sha}\n" for sha, _ in wanted).encode("ascii"),
+                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed (the history features call the git command)") from exc
+    out, at = proc.stdout, 0
+    for _sha, path in wanted:
+        end = out.find(b"\n", at)
+        if end < 0:
+            break
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) != 3:  # "<sha> missing": not in this clone
+            continue
+        size = int(header[2])
+        target = os.path.join(dest, *path.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as handle:
+            handle.write(out[at:at + size])
+        at += size + 1
 
 
 def log_pickaxe(text: str, root: str | os.PathLike[str], limit: int = 200) -> list[Commit]:
@@ -174,3 +205,66 @@ def log_pickaxe(text: str, root: str | os.PathLike[str], limit: int = 200) -> li
 def relpath(path: str | os.PathLike[str], root: Path) -> str:
     """Return ``path`` relative to the repository ``root``, posix-style."""
     return Path(os.path.realpath(path)).relative_to(root.resolve()).as_posix()
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A commit that changed a file: the commit, its first parent (``None`` for a root commit) and
+    the file's path before (``None``: added) and after (``None``: deleted) it."""
+
+    commit: Commit
+    parent: str | None
+    old_path: str | None
+    new_path: str | None
+
+
+def log_file_pickaxe(text: str, path: str, root: str | os.PathLike[str], limit: int = 50) -> list[FileChange]:
+    """The commits (newest first, at most ``limit``) that change the number of occurrences of
+    ``text`` in the file ``path`` (repo-relative), following the file across renames
+    (``git log --follow -S``). When git stops part-way (an object missing from a partial clone), the
+    commits it listed before are returned; raises :class:`GitError` only when git is missing."""
+    out = run_git(["log", "--follow", f"-S{text}", f"-n{limit}", "--format=%x01%H%x00%P%x00%s%x00%ad",
+                   "--date=short", "--name-status", "-z", "--", path], root, check=False)
+    changes = []
+    for chunk in out.split("\x01")[1:]:
+        if chunk.count("\x00") < 3:  # cut short
+            break
+        sha, parents, subject, rest = chunk.split("\x00", 3)
+        date, _, names = rest.partition("\n")
+        fields = names.split("\x00")
+        old = new = None
+        if fields and fields[0]:
+            status = fields[0]
+            if status[0] in "RC" and len(fields) >= 3:
+                old, new = fields[1], fields[2]
+            elif len(fields) >= 2:
+                old = None if status[0] == "A" else fields[1]
+                new = None if status[0] == "D" else fields[1]
+        changes.append(FileChange(Commit(sha, subject, date.strip("\x00")), parents.split()[0] if parents else None,
+                                  old, new))
+    return changes
+
+
+def class_definitions(root: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """Class name -> the tracked ``.py`` files of the work tree (repo-relative) with a line
+    ``class <name>`` at any indentation: one ``git grep`` for the whole tree; ``{}`` when git fails."""
+    try:
+        out = run_git(["grep", "-o", "-z", "-E", "-e", r"^[[:space:]]*class[[:space:]]+[A-Za-z_][A-Za-z_0-9]*",
+                       "--", "*.py"], root, check=False)
+    except GitError:
+        return {}
+    found: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        path, _, match = line.partition("\x00")
+        name = match.split()[-1] if match.split() else ""
+        if name and path not in found.setdefault(name, []):
+            found[name].append(path)
+    return found
+
+
+def head(root: str | os.PathLike[str]) -> str | None:
+    """The commit ``HEAD`` names, or ``None`` (no commit yet)."""
+    try:
+        return run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], root).strip() or None
+    except GitError:
+        return None

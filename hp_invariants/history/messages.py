@@ -1,34 +1,37 @@
 """# E9590 reverted-fix / W9591 stale-pin
 
 ## What it does
-`hp-invariants pin COMMIT` reads a fix commit's diff, recognises the repairs this tool knows and
-records each as a *pin* in a committed file (`pins = "hp-invariants-pins.json"` in
-`[tool.hp-invariants]`, the default name):
+`hp-invariants pin COMMIT` reads a fix commit's diff, finds the findings it removed and records
+each as a *pin* in a committed file (`pins = "hp-invariants-pins.json"` in `[tool.hp-invariants]`,
+the default name). Where the finding's rule recognises the repair, the pin records the repair
+itself:
 
-| rule | the repair pinned |
-|---|---|
-| E9501 `local-tensor-view-not-detached` | a `.detach()` added to a view bound to a local tensor |
-| E9502 `shard-gated-reset` | a shard-degree gate removed from a step that must run at every shard degree |
-| E9503 `undefined-method-call` | a called method (re)added to its class |
-| E9504 `wrap-overlap-hard-raise` | a `raise` in a submodule walk turned into a skip |
+{repairs}
+
+Any other repair, of any rule (a call renamed to the member that exists, a member restored under
+another name, a gate moved, a plugin's rule), is pinned as the removed finding: its rule, its
+enclosing qualified name and its fingerprint.
 
 A pin stores the rule, the qualified location (`HSDPParam.reset_sharded_param`; for an added
 method, its class), the repaired code's normalized form and the provenance (commit, subject line,
 date). `check` then reports:
 
 * **E9590 `reverted-fix`**: code that undoes a pinned repair, naming the commit:
-  `reverts the fix from 1a2b3c4 'Detach the local shard view' (2026-12-01): ...`. The pin is
-  re-checked on its own terms, not through the rule, so it fires also when the rule would stay
-  silent: a gate renamed (`self.is_shard` became `self.use_sharding`, which `shard-degree-gates`
-  does not list), an option changed, the module moved or the file renamed (the location is looked
-  up anywhere in the project);
+  `reverts the fix from 1a2b3c4 'Detach the local shard view' (2026-12-01): ...`. A recognised
+  repair is re-checked on its own terms, not through the rule, so it fires also when the rule
+  would stay silent: a gate renamed (`self.is_shard` became `self.use_sharding`, which
+  `shard-degree-gates` does not list), an option changed, the module moved or the file renamed
+  (the location is looked up anywhere in the project). A pinned finding fires when a finding of
+  its rule is back in its scope (`the undefined-method-call finding it removed is back in
+  Trainer.step (the same code): ...`), wherever the file moved;
 * **W9591 `stale-pin`**: a pin whose location exists nowhere in the project any more, or whose
   repaired code can no longer be recognised (the view, call, walk or class is gone): re-pin the
   repair where it went, or remove the pin with `hp-invariants unpin ID`. Pins are maintained, not
   forgotten.
 
-A pin is refused when the commit's parent does not violate it (it must pin a real repair).
-`hp-invariants fix --pin` records pins for what it fixes (provenance: the `fix` run).
+A commit is refused, with the reason, when it removed no finding, or removed one only by deleting
+its scope (nothing is left to guard). `hp-invariants fix --pin` records pins for what it fixes
+(provenance: the `fix` run).
 
 ## Why is this bad?
 The incident behind this project was four *earlier fixes lost*: a `.detach()` dropped by a
@@ -52,8 +55,8 @@ Restore the repair (`git show <sha>` shows it), or, if the code was deliberately
 
 ## Fix safety
 No automatic fix: the pin names the commit, and `git show <sha>` shows the repair to re-apply. (For
-E9503, the rule's own finding offers restoring the deleted method from history as an **unsafe**
-fix.)
+E9503, the rule's own finding names the commit that deleted or renamed the member, and offers, as
+an **unsafe** fix, restoring a deleted method or using a renamed member's new name.)
 
 ## Options
 * `pins` (string, default `hp-invariants-pins.json`): the pins file, relative to the
@@ -73,8 +76,17 @@ import inspect
 CODES = ("E9590", "reverted-fix", "W9591", "stale-pin")
 
 
+def repairs_table() -> str:
+    """The table of the repairs the registered rules recognise (their ``repair_summary``)."""
+    from hp_invariants.registry import RULES
+
+    rows = [f"| {r.rule_id} `{r.symbol}` | {r.repair_summary} |" for r in RULES if r.repair_summary]
+    return "\n".join(["| rule | the repair pinned |", "|---|---|", *rows])
+
+
 def doc_for(code: str) -> str | None:
     """Return the documentation of the pin messages if ``code`` names one (id or symbol)."""
     if code.upper() in CODES or code in CODES:
-        return inspect.cleandoc(__doc__ or "").rstrip("\n") + "\n"
+        text = inspect.cleandoc(__doc__ or "").rstrip("\n") + "\n"
+        return text.replace("{repairs}", repairs_table())
     return None

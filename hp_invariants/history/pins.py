@@ -1,32 +1,32 @@
 """Fix pins: remember a repair made by a commit, and report when later code undoes it.
 
-A pin records, for one repair a fix commit made:
+A pin records, for one finding a fix commit removed:
 
-* ``rule``/``symbol``: the rule whose finding the commit removed (E9501 ...);
-* ``location``: the qualified name of the repaired scope (``HSDPParam.reset_sharded_param``; for a
-  method (re)added to a class, the class), looked up **anywhere in the project** at check time, so
-  a moved module or a renamed file keeps its pins;
-* ``kind`` and ``detail``: what the repair is, in terms this module re-checks without the generic
-  rule (so a pin still fires when the rule would stay silent: a gate renamed so that
-  ``shard-degree-gates`` no longer matches it, an option changed, a file moved out of the checked
-  tree's configuration);
+* ``rule``/``symbol``: the rule whose finding the commit removed;
+* ``location``: the qualified name of the scope (``HSDPParam.reset_sharded_param``; for a method
+  (re)added to a class, the class), looked up **anywhere in the project** at check time, so a
+  moved module or a renamed file keeps its pins;
+* ``kind`` and ``detail``: what the repair is;
 * ``repaired``/``broken``: the normalized code after and before the repair (for review);
 * provenance: ``commit``, ``subject``, ``date``.
 
-The repairs known (one recognizer per rule, :data:`RECOGNIZERS`):
+Two kinds of pins, whatever the rule:
 
-* ``detach`` (E9501): a ``.detach()`` added to a view (``narrow``, ``view``, ...) bound to a local
-  tensor. Undone when the scope holds more un-detached calls of that view method than at the repair;
-* ``ungate`` (E9502): a shard-degree gate removed from a must-run step. Undone when the step's call
-  runs under a condition it did not have after the repair (any name: a renamed gate counts);
-* ``method`` (E9503): a called method (re)added to a class. Undone when the class no longer
-  defines it;
-* ``skip`` (E9504): a ``raise`` in a submodule walk turned into a skip. Undone when the loop's
-  test (same code, or the same marker strings/attributes) raises again.
+* a repair the rule itself recognises (its :meth:`~hp_invariants.api.Rule.pin_repair` hook: a
+  ``.detach()`` added, a gate removed, a method restored, a ``raise`` turned into a skip): the pin
+  is re-checked on the rule's own terms (:meth:`~hp_invariants.api.Rule.repair_state`), without the
+  rule's analysis, so it still fires when the rule would stay silent (a gate renamed so that the
+  rule's options no longer match it, a file moved out of the checked tree's configuration);
+* any other repair (a call renamed to the member that exists, a member restored under another name,
+  a gate moved, or a rule without the hook, a plugin's included): kind ``finding``, the removed
+  finding itself (``detail``: its fingerprints and messages). ``check`` reports it when a finding
+  of that rule is back in that scope (also after moves and renames of the file: the location is
+  looked up by name, and fingerprints carry no path).
 
 ``check`` reports an undone pin as ``E9590 reverted-fix`` naming the commit, and a pin whose
 location exists nowhere in the project, or whose repaired code can no longer be recognized, as
-``W9591 stale-pin`` (re-pin or ``unpin`` it). The pins file (``pins = "..."`` in
+``W9591 stale-pin`` (re-pin or ``unpin`` it). A commit that removed no finding, or that removed it
+only by deleting its scope, is refused with the reason. The pins file (``pins = "..."`` in
 ``[tool.hp-invariants]``, default ``hp-invariants-pins.json``) is JSON, committed by the user.
 """
 
@@ -39,7 +39,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from hp_invariants.astutil import always_exits
+from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, RepairState, Rule
+from hp_invariants.astutil import qualified_scopes
 from hp_invariants.history import PINS_FILE
 from hp_invariants.model import Confidence, Finding
 
@@ -47,8 +48,8 @@ DEFAULT_NAME = PINS_FILE
 REVERTED_ID, REVERTED_SYMBOL = "E9590", "reverted-fix"
 STALE_ID, STALE_SYMBOL = "W9591", "stale-pin"
 FORMAT_VERSION = 1
-
-REPAIRED, REVERTED, UNKNOWN = "repaired", "reverted", "unknown"
+FINDING_KIND = "finding"
+"""The ``kind`` of a pin that records the removed finding itself (no rule hook recognised the repair)."""
 
 
 class PinError(Exception):
@@ -94,14 +95,18 @@ def load(path: Path) -> list[Pin]:
 
 
 def dump(pins: Sequence[Pin], path: Path) -> None:
-    """Write ``pins`` sorted by id (diff-friendly JSON)."""
+    """Write ``pins`` sorted by id (diff-friendly JSON); raises :class:`PinError` when the file
+    cannot be written (its folder missing, read-only)."""
     data = {
         "version": FORMAT_VERSION,
         "comment": "Repairs pinned with `hp-invariants pin COMMIT`: `hp-invariants check` reports code that "
                    "undoes one (E9590 reverted-fix). Remove one with `hp-invariants unpin ID`.",
         "pins": [asdict(p) for p in sorted(pins, key=lambda p: p.id)],
     }
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    try:
+        path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise PinError(f"{path}: cannot write the pins: {exc.strerror or exc}") from exc
 
 
 def merge(existing: Sequence[Pin], new: Iterable[Pin]) -> list[Pin]:
@@ -124,394 +129,112 @@ def parse(text: str, path: str = "<pin>") -> ast.Module | None:
 
 
 def scopes(tree: ast.AST) -> dict[str, ast.AST]:
-    """Map every qualified name (``Class.method``, ``outer.inner``) of ``tree`` to its def node.
-
-    Names are those of :meth:`hp_invariants.api.FileContext.enclosing_scope_name` (a finding's
-    ``obj``); the first definition of a name wins.
-    """
-    found: dict[str, ast.AST] = {}
-
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = f"{prefix}{child.name}"
-                found.setdefault(name, child)
-                visit(child, name + ".")
-            else:
-                visit(child, prefix)
-
-    visit(tree, "")
-    return found
+    """Map every qualified name of ``tree`` to its def node (:func:`hp_invariants.astutil.qualified_scopes`)."""
+    return qualified_scopes(tree)
 
 
-def _parents(root: ast.AST) -> dict[int, ast.AST]:
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(root):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-    return parents
+def renamed_scope(name: str, before: ast.Module, after: ast.Module) -> str | None:
+    """The qualified name that the def ``name`` of ``before`` has in ``after`` when a change renamed
+    or moved it (a class renamed around a method, the method moved into another class): a name new
+    in ``after`` with the same last part and a body that reads alike (at least 0.6 similar); the
+    most alike wins. ``None`` when there is none (the def was deleted)."""
+    import difflib
+
+    old_scopes, new_scopes = scopes(before), scopes(after)
+    node = old_scopes.get(name)
+    if node is None:
+        return None
+    tail = name.rsplit(".", 1)[-1]
+    body = "\n".join(ast.unparse(stmt) for stmt in node.body)
+    best, best_ratio = None, 0.6
+    for qualname, other in new_scopes.items():
+        if qualname in old_scopes or qualname.rsplit(".", 1)[-1] != tail or type(other) is not type(node):
+            continue
+        ratio = difflib.SequenceMatcher(None, body, "\n".join(ast.unparse(stmt) for stmt in other.body),
+                                        autojunk=False).ratio()
+        if ratio >= best_ratio:
+            best, best_ratio = qualname, ratio
+    return best
 
 
-def _own_nodes(scope: ast.AST) -> Iterable[ast.AST]:
-    """The nodes of ``scope``'s body, not descending into nested functions, classes or lambdas."""
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
+def _rule(rule_id: str) -> Rule | None:
+    """The registered rule of ``rule_id`` (a plugin's too), or ``None``."""
+    from hp_invariants.registry import get_rule
 
-
-def _last_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return None
-
-
-def _unparse(node: ast.AST) -> str:
-    return ast.unparse(node)
-
-
-def _statement_of(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
-    while not isinstance(node, ast.stmt) and id(node) in parents:
-        node = parents[id(node)]
-    return node
-
-
-def _nodes_at_line(scope: ast.AST, line: int) -> list[ast.AST]:
-    return [n for n in ast.walk(scope) if getattr(n, "lineno", None) == line]
-
-
-# ---------------------------------------------------------------------- recognizers
-@dataclass
-class State:
-    """The state of a pinned repair in some code: ``repaired``, ``reverted`` or ``unknown``."""
-
-    state: str
-    anchor: ast.AST | None = None
-    text: str = ""
-
-
-@dataclass
-class Spec:
-    """What a recognizer extracted from a repair: kind, location, detail, forms."""
-
-    kind: str
-    location: str
-    detail: dict[str, Any]
-    repaired: str
-    broken: str
-    key: str = ""
-
-
-class Recognizer:
-    """Knows one rule's repair: builds a :class:`Spec` from a removed finding, and judges code."""
-
-    kind = ""
-
-    def build(self, finding: Finding, before: ast.Module, after: ast.Module) -> Spec | None:
-        """Return the spec of the repair that removed ``finding`` (located in ``before``, the
-        parent's version of the file) in ``after`` (the repaired version), or ``None``."""
-        raise NotImplementedError
-
-    def judge(self, scope: ast.AST, detail: dict[str, Any]) -> State:
-        """Return the :class:`State` of the repair in ``scope`` (the def found at the location)."""
-        raise NotImplementedError
-
-    def location_of(self, finding: Finding) -> str:
-        """The qualified name a pin of ``finding`` is attached to (default the finding's scope)."""
-        return finding.obj
-
-
-def _is_detached(call: ast.Call, parents: dict[int, ast.AST]) -> bool:
-    parent = parents.get(id(call))
-    if isinstance(parent, ast.Attribute) and parent.attr in ("detach", "detach_"):
-        return isinstance(parents.get(id(parent)), ast.Call)
-    return False
-
-
-class DetachRecognizer(Recognizer):
-    """E9501: ``.detach()`` added to a view bound to a local tensor."""
-
-    kind = "detach"
-
-    @staticmethod
-    def _views(scope: ast.AST, method: str) -> list[ast.Call]:
-        return [n for n in _own_nodes(scope) if isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute) and n.func.attr == method]
-
-    def build(self, finding, before, after):
-        old_scope, new_scope = scopes(before).get(finding.obj), scopes(after).get(finding.obj)
-        if old_scope is None or new_scope is None:
-            return None
-        # the finding sits where the view is bound (``x._local_tensor = view``); its first
-        # argument names the view operation (``narrow``), taken in this scope without .detach()
-        method = str(finding.args[0]) if finding.args else ""
-        old_parents = _parents(old_scope)
-        candidates = [c for c in self._views(old_scope, method) if not _is_detached(c, old_parents)]
-        if not candidates:
-            return None
-        candidates.sort(key=lambda c: abs(c.lineno - finding.line))
-        view = candidates[0]
-        parents = _parents(new_scope)
-        undetached = [c for c in self._views(new_scope, method) if not _is_detached(c, parents)]
-        detached = [c for c in self._views(new_scope, method) if _is_detached(c, parents)]
-        if not detached:
-            return None
-        detail = {"view": method, "expression": _unparse(view), "undetached": len(undetached)}
-        return Spec(self.kind, finding.obj, detail, _unparse(_statement_of(detached[0], parents)).splitlines()[0],
-                    _unparse(_statement_of(view, old_parents)).splitlines()[0])
-
-    def judge(self, scope, detail):
-        parents = _parents(scope)
-        views = self._views(scope, detail["view"])
-        if not views:
-            return State(UNKNOWN, scope, f"no '{detail['view']}' view is taken there any more")
-        undetached = [c for c in views if not _is_detached(c, parents)]
-        if len(undetached) > int(detail.get("undetached", 0)):
-            same = [c for c in undetached if _unparse(c) == detail.get("expression")]
-            anchor = (same or undetached)[0]
-            return State(REVERTED, anchor, f"the '{detail['view']}' view `{_unparse(anchor)}` is no longer "
-                                           f"followed by .detach() in {scope.name}")
-        return State(REPAIRED)
-
-
-def _and_terms(test: ast.AST) -> list[str]:
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return [t for value in test.values for t in _and_terms(value)]
-    return [_unparse(test)]
-
-
-def _negated(test: ast.AST) -> str:
-    return _unparse(ast.UnaryOp(op=ast.Not(), operand=test))
-
-
-def conditions(node: ast.AST, scope: ast.AST, parents: dict[int, ast.AST]) -> set[str]:
-    """Return the normalized conditions under which ``node`` runs inside ``scope``: the ``and``
-    terms of enclosing ``if``/ternary tests (negated in ``else``), left operands of ``and``, and
-    the negated tests of early-exit guards before it in an enclosing block."""
-    found: set[str] = set()
-    child, current = node, parents.get(id(node))
-    while current is not None and child is not scope:
-        if isinstance(current, (ast.If, ast.IfExp, ast.While)) and child is not current.test:
-            in_body = child in current.body if isinstance(current.body, list) else child is current.body
-            found.update(_and_terms(current.test) if in_body else [_negated(current.test)])
-        elif isinstance(current, ast.BoolOp) and isinstance(current.op, ast.And):
-            index = current.values.index(child)
-            for value in current.values[:index]:
-                found.update(_and_terms(value))
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(current, name, None)
-            if isinstance(block, list) and child in block:
-                for stmt in block[:block.index(child)]:
-                    if isinstance(stmt, ast.If) and not stmt.orelse and always_exits(stmt.body):
-                        found.add(_negated(stmt.test))
-        child, current = current, parents.get(id(current))
-    return found
-
-
-def _guard_text(call: ast.AST, scope: ast.AST, parents: dict[int, ast.AST]) -> str:
-    """``if <test>: <call>`` for the innermost ``if`` around ``call``, else the call's statement."""
-    node = call
-    while id(node) in parents and node is not scope:
-        node = parents[id(node)]
-        if isinstance(node, ast.If):
-            return f"if {_unparse(node.test)}: ... {_unparse(call)}"
-    return _unparse(_statement_of(call, parents)).splitlines()[0]
-
-
-class UngateRecognizer(Recognizer):
-    """E9502: a shard-degree gate removed from a step that must run at every shard degree."""
-
-    kind = "ungate"
-
-    @staticmethod
-    def _calls(scope: ast.AST, name: str) -> list[ast.Call]:
-        return [n for n in _own_nodes(scope) if isinstance(n, ast.Call) and _last_name(n.func) == name]
-
-    def build(self, finding, before, after):
-        old_scope, new_scope = scopes(before).get(finding.obj), scopes(after).get(finding.obj)
-        if old_scope is None or new_scope is None:
-            return None
-        calls = [n for n in _nodes_at_line(old_scope, finding.line) if isinstance(n, ast.Call)]
-        calls.sort(key=lambda n: (n.col_offset != finding.col, n.col_offset))
-        name = _last_name(calls[0].func) if calls else None
-        if not name:
-            return None
-        parents = _parents(new_scope)
-        new_calls = self._calls(new_scope, name)
-        if not new_calls:
-            return None
-        allowed = sorted(set().union(*(conditions(c, new_scope, parents) for c in new_calls)))
-        gate = str(finding.args[1]) if len(finding.args) > 1 else ""
-        detail = {"call": name, "conditions": allowed, "gate": gate}
-        return Spec(self.kind, finding.obj, detail, _guard_text(new_calls[0], new_scope, parents),
-                    _guard_text(calls[0], old_scope, _parents(old_scope)))
-
-    def judge(self, scope, detail):
-        parents = _parents(scope)
-        calls = self._calls(scope, detail["call"])
-        if not calls:
-            return State(UNKNOWN, scope, f"'{detail['call']}()' is no longer called there")
-        allowed = set(detail.get("conditions", ()))
-        for call in calls:
-            extra = sorted(conditions(call, scope, parents) - allowed)
-            if extra:
-                return State(REVERTED, call, f"'{detail['call']}()' runs only when "
-                                             f"{' and '.join(repr(e) for e in extra)} holds again in {scope.name}")
-        return State(REPAIRED)
-
-
-def _defines(cls: ast.ClassDef, name: str) -> bool:
-    for stmt in cls.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
-            return True
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-            return True
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
-            return True
-    return False
-
-
-class MethodRecognizer(Recognizer):
-    """E9503: a method that is called (re)added to its class."""
-
-    kind = "method"
-
-    def build(self, finding, before, after):
-        if len(finding.args) < 2:
-            return None
-        class_name, method = str(finding.args[0]).split(".")[-1], str(finding.args[1])
-        new_classes = {q: n for q, n in scopes(after).items()
-                       if isinstance(n, ast.ClassDef) and n.name == class_name and _defines(n, method)}
-        old = scopes(before)
-        for qualname, cls in sorted(new_classes.items()):
-            old_cls = old.get(qualname)
-            if isinstance(old_cls, ast.ClassDef) and not _defines(old_cls, method):
-                added = next(s for s in cls.body if getattr(s, "name", None) == method)
-                return Spec(self.kind, qualname, {"method": method}, _unparse(added).splitlines()[0],
-                            f"class {class_name} without {method}", key=method)
+    try:
+        return get_rule(rule_id)
+    except KeyError:
         return None
 
-    def judge(self, scope, detail):
-        if not isinstance(scope, ast.ClassDef):
-            return State(UNKNOWN, scope, "the location is no longer a class")
-        if _defines(scope, detail["method"]):
-            return State(REPAIRED)
-        return State(REVERTED, scope, f"class '{scope.name}' no longer defines '{detail['method']}'")
 
-
-def _markers(test: ast.AST) -> set[str]:
-    found = set()
-    for node in ast.walk(test):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found.add(node.value)
-        elif isinstance(node, ast.Attribute):
-            found.add(node.attr)
-    return found
-
-
-class SkipRecognizer(Recognizer):
-    """E9504: a ``raise`` for an already-wrapped submodule in a module walk turned into a skip."""
-
-    kind = "skip"
-
-    @staticmethod
-    def _walk_tests(scope: ast.AST) -> list[ast.If]:
-        tests = []
-        for loop in _own_nodes(scope):
-            if isinstance(loop, (ast.For, ast.AsyncFor)):
-                tests.extend(n for n in _own_nodes(loop) if isinstance(n, ast.If))
-        return tests
-
-    def build(self, finding, before, after):
-        old_scope, new_scope = scopes(before).get(finding.obj), scopes(after).get(finding.obj)
-        if old_scope is None or new_scope is None:
-            return None
-        parents = _parents(old_scope)
-        raises = [n for n in _nodes_at_line(old_scope, finding.line) if isinstance(n, ast.Raise)]
-        if not raises:
-            return None
-        node, test = raises[0], None
-        while id(node) in parents and node is not old_scope:
-            node = parents[id(node)]
-            if isinstance(node, ast.If) and test is None:
-                test = node
-        if test is None:
-            return None
-        detail = {"test": _unparse(test.test), "markers": sorted(_markers(test.test))}
-        state = self.judge(new_scope, detail)
-        if state.state != REPAIRED:
-            return None
-        repaired = next(t for t in self._walk_tests(new_scope) if self._matches(t, detail))
-        return Spec(self.kind, finding.obj, detail, f"if {_unparse(repaired.test)}: {_unparse(repaired.body[0])}",
-                    f"if {detail['test']}: raise ...")
-
-    @staticmethod
-    def _matches(node: ast.If, detail: dict[str, Any]) -> bool:
-        markers = set(detail.get("markers", ()))
-        return _unparse(node.test) == detail["test"] or bool(markers) and markers <= _markers(node.test)
-
-    def judge(self, scope, detail):
-        matched = [t for t in self._walk_tests(scope) if self._matches(t, detail)]
-        if not matched:
-            return State(UNKNOWN, scope, "no submodule walk tests it any more")
-        for test in matched:
-            raising = [s for s in test.body if isinstance(s, ast.Raise)]
-            if raising:
-                return State(REVERTED, raising[0], f"the walk in {scope.name} raises again when "
-                                                   f"`{_unparse(test.test)}` instead of skipping the submodule")
-        return State(REPAIRED)
-
-
-#: Repairs this tool knows, by rule symbol (rules without one cannot be pinned).
-RECOGNIZERS: dict[str, Recognizer] = {
-    "local-tensor-view-not-detached": DetachRecognizer(),
-    "shard-gated-reset": UngateRecognizer(),
-    "undefined-method-call": MethodRecognizer(),
-    "wrap-overlap-hard-raise": SkipRecognizer(),
-}
+def _own_state(rule: Rule | None, scope: ast.AST, detail: dict[str, Any]) -> RepairState:
+    state = rule.repair_state(scope, detail) if rule is not None else None
+    return state if state is not None else RepairState(UNKNOWN, scope, "the rule no longer knows this repair")
 
 
 # ---------------------------------------------------------------------- recording
 def pins_for_repair(removed: Sequence[tuple[Finding, str, str]], commit: str, subject: str, date: str,
-                    new_path: Callable[[Finding], str]) -> tuple[list[Pin], list[str]]:
+                    new_path: Callable[[Finding], str],
+                    kept: Sequence[tuple[Finding, str]] = ()) -> tuple[list[Pin], list[str]]:
     """Build pins for findings a change removed.
 
     ``removed`` holds ``(finding, before_text, after_text)``: a finding of the version before the
-    change, the text of its file before and after. Only repairs whose recognizer confirms them are
-    pinned: the code before must be judged ``reverted`` and the code after ``repaired`` (so a pin
-    always pins a real repair). Returns ``(pins, reasons)``: ``reasons`` says why each other finding
-    was not pinned.
+    change, the text of its file before and after; ``kept`` holds ``(finding, text)`` for the
+    findings of the version after the change (a pinned finding's scope may keep others: they were
+    there at the fix, so they do not count as its return). A repair the finding's rule recognises
+    (:meth:`~hp_invariants.api.Rule.pin_repair`, confirmed by its
+    :meth:`~hp_invariants.api.Rule.repair_state`: broken before, repaired after) gets the rule's
+    pin; any other gets a pin of the removed finding (kind ``finding``), unless the change deleted
+    the finding's scope (nothing is left to guard). Returns ``(pins, reasons)``: ``reasons`` says
+    why each other finding was not pinned.
     """
+    from hp_invariants.history.fingerprint import finding_code, fingerprint, normalize_code
+
     pins: dict[str, Pin] = {}
+    generic: dict[str, Pin] = {}
     reasons = []
+    staying: dict[tuple[str, str], list[str]] = {}
+    for finding, text in kept:
+        staying.setdefault((finding.rule_id, finding.obj), []).append(fingerprint(finding, text))
     for finding, before_text, after_text in removed:
-        recognizer = RECOGNIZERS.get(finding.symbol)
         where = f"{finding.rule_id} {finding.symbol} in {finding.obj or '<module>'}"
-        if recognizer is None:
-            reasons.append(f"{where}: no known repair for this rule")
-            continue
         before, after = parse(before_text), parse(after_text)
-        spec = recognizer.build(finding, before, after) if before and after else None
-        if spec is None:
-            reasons.append(f"{where}: the change removed the finding but not by a repair this tool knows")
+        if before is None or after is None:
+            reasons.append(f"{where}: the file does not parse before or after the change")
             continue
-        old_scope, new_scope = scopes(before).get(spec.location), scopes(after).get(spec.location)
-        if old_scope is None or new_scope is None:
-            reasons.append(f"{where}: the scope is missing before or after the change")
-            continue
-        if recognizer.judge(old_scope, spec.detail).state != REVERTED:
-            reasons.append(f"{where}: the code before the change does not violate the repair")
-            continue
-        if recognizer.judge(new_scope, spec.detail).state != REPAIRED:
-            reasons.append(f"{where}: the code after the change is not recognised as repaired")
-            continue
-        pin_id = f"{finding.rule_id}:{spec.location}" + (f".{spec.key}" if spec.key else "")
-        pins[pin_id] = Pin(pin_id, finding.rule_id, finding.symbol, spec.kind, spec.location, new_path(finding),
-                           spec.detail, spec.repaired, spec.broken, commit, subject, date)
+        rule = _rule(finding.rule_id)
+        spec = rule.pin_repair(finding, before, after) if rule is not None else None
+        if spec is not None:
+            old_scope, new_scope = scopes(before).get(spec.location), scopes(after).get(spec.location)
+            if (old_scope is not None and new_scope is not None
+                    and _own_state(rule, old_scope, spec.detail).state == REVERTED
+                    and _own_state(rule, new_scope, spec.detail).state == REPAIRED):
+                pin_id = f"{finding.rule_id}:{spec.location}" + (f".{spec.key}" if spec.key else "")
+                pins[pin_id] = Pin(pin_id, finding.rule_id, finding.symbol, spec.kind, spec.location,
+                                   new_path(finding), dict(spec.detail), spec.repaired, spec.broken, commit,
+                                   subject, date)
+                continue
+        location, also = finding.obj, []
+        if finding.obj and finding.obj not in scopes(after):
+            location = renamed_scope(finding.obj, before, after)
+            if location is None:
+                reasons.append(f"{where}: the change deleted '{finding.obj}' instead of repairing it (nothing left "
+                               f"to guard)")
+                continue
+            also = [finding.obj]  # the name it had: a revert brings it back
+        pin_id = f"{finding.rule_id}:{location or new_path(finding)}"
+        code = " ".join(normalize_code(finding_code(finding, before_text)).split())
+        pin = generic.get(pin_id)
+        if pin is None:
+            pin = generic[pin_id] = Pin(pin_id, finding.rule_id, finding.symbol, FINDING_KIND, location,
+                                        new_path(finding), {"fingerprints": [], "messages": [], "kept": sorted(
+                                            staying.get((finding.rule_id, location), [])), "also": also},
+                                        f"no {finding.symbol} finding in {location or new_path(finding)}",
+                                        code[:200], commit, subject, date)
+        pin.detail["fingerprints"].append(fingerprint(finding, before_text))
+        pin.detail["messages"].append(finding.message)
+    for pin_id, pin in generic.items():
+        pins.setdefault(pin_id, pin)  # a recognised repair at the same place says more
     return list(pins.values()), reasons
 
 
@@ -529,60 +252,118 @@ class _Parsed:
         return self._scopes
 
 
+def _names(pin: Pin) -> list[str]:
+    """The qualified names a pin watches: its location, and for a pinned finding whose scope the fix
+    renamed, the name it had (``detail["also"]``)."""
+    also = pin.detail.get("also", []) if pin.kind == FINDING_KIND else []
+    return [n for n in [pin.location, *also] if n]
+
+
 def _find(pins: Sequence[Pin], paths: Iterable[str], read_text: Callable[[str], str | None]) -> dict[str, list[_Parsed]]:
-    """For each pin id, the parsed files among ``paths`` that define its location."""
-    tails = {p.id: p.location.split(".")[-1] for p in pins}
+    """For each pin id, the parsed files among ``paths`` that define its location (or, for a pinned
+    finding, a name it watches; none for a pin of module level)."""
+    tails = {n.split(".")[-1] for p in pins for n in _names(p)}
     found: dict[str, list[_Parsed]] = {p.id: [] for p in pins}
     for path in paths:
         text = read_text(path)
-        if text is None or not any(f"def {t}" in text or f"class {t}" in text for t in tails.values()):
+        if text is None or not any(f"def {t}" in text or f"class {t}" in text for t in tails):
             continue
         parsed = _Parsed(path, text, parse(text, path))
         for pin in pins:
-            if pin.location in parsed.scopes():
+            if any(name in parsed.scopes() for name in _names(pin)):
                 found[pin.id].append(parsed)
     return found
 
 
-def check(pins: Sequence[Pin], checked: Sequence[str], project_files: Callable[[], Iterable[str]],
-          read_text: Callable[[str], str | None], pins_path: str) -> list[Finding]:
+def _returned(pin: Pin, findings: Sequence[Finding],
+              read_text: Callable[[str], str | None]) -> list[tuple[Finding, str, bool]]:
+    """The findings of ``pin``'s rule back in its scope (a pin of kind ``finding``): each with its
+    normalized code and whether that is the very code the fix removed (same fingerprint). Those the
+    scope still had right after the fix (``kept``) do not count; at module level only the same code
+    counts."""
+    from collections import Counter
+
+    from hp_invariants.history.fingerprint import finding_code, fingerprint, normalize_code
+
+    known = set(pin.detail.get("fingerprints", ()))
+    kept = Counter(pin.detail.get("kept", ()))
+    hits = []
+    watched = set(_names(pin)) or {""}
+    for finding in findings:
+        if finding.rule_id != pin.rule or finding.obj not in watched:
+            continue
+        text = read_text(finding.path)
+        mark = fingerprint(finding, text) if text is not None else ""
+        if kept[mark] > 0:
+            kept[mark] -= 1
+            continue
+        if finding.obj or mark in known:
+            code = " ".join(normalize_code(finding_code(finding, text)).split()) if text is not None else ""
+            hits.append((finding, code, mark in known))
+    return hits
+
+
+def check(pins: Sequence[Pin], findings: Sequence[Finding], checked: Sequence[str],
+          project_files: Callable[[], Iterable[str]], read_text: Callable[[str], str | None],
+          pins_path: str) -> list[Finding]:
     """Return the ``E9590 reverted-fix`` and ``W9591 stale-pin`` findings of ``pins``.
 
-    ``checked`` are the files of this run: a pin is judged in each of them that defines its
-    location (anywhere: the file may have moved or been renamed). A pin found in none of them is
-    looked up in ``project_files()`` (every Python file of the project); found nowhere, it is
-    stale (reported on ``pins_path``, the pins file).
+    ``findings`` are the findings of this run (a pin of kind ``finding`` fires on one of its rule
+    back in its scope); ``checked`` are the files of this run: a rule's own pin is judged in each of
+    them that defines its location (anywhere: the file may have moved or been renamed). A pin found
+    in none of them is looked up in ``project_files()`` (every Python file of the project); found
+    nowhere, it is stale (reported on ``pins_path``, the pins file). Pins of a rule that is no longer
+    registered are stale.
     """
     if not pins:
         return []
     found = _find(pins, checked, read_text)
-    missing = [p for p in pins if not found[p.id]]
+    missing = [p for p in pins if not found[p.id] and p.location]
     elsewhere = _find(missing, project_files(), read_text) if missing else {}
     lines = _pin_lines(pins_path)
-    findings = []
+    texts: dict[str, str | None] = {}
+
+    def cached_text(path: str) -> str | None:
+        if path not in texts:
+            texts[path] = read_text(path)
+        return texts[path]
+
+    result = []
     for pin in pins:
-        recognizer = RECOGNIZERS.get(pin.symbol)
-        if not found[pin.id]:
+        if pin.location and not found[pin.id]:
             if not elsewhere.get(pin.id):
-                findings.append(_finding(STALE_ID, STALE_SYMBOL, pins_path, lines.get(pin.id, 1), 0, pin,
-                                         f"pin {pin.id} from {pin.provenance()}: '{pin.location}' no longer "
-                                         f"exists in the project; re-pin the repair where it moved, or "
-                                         f"`hp-invariants unpin {pin.id}`"))
+                result.append(_finding(STALE_ID, STALE_SYMBOL, pins_path, lines.get(pin.id, 1), 0, pin,
+                                       f"pin {pin.id} from {pin.provenance()}: '{pin.location}' no longer "
+                                       f"exists in the project; re-pin the repair where it moved, or "
+                                       f"`hp-invariants unpin {pin.id}`"))
             continue
+        if pin.kind == FINDING_KIND:
+            for back, code, same in _returned(pin, findings, cached_text):
+                where = back.obj or "the module"
+                shown = code if len(code) <= 80 else code[:77] + "..."
+                text = (f"the {back.symbol} finding it removed is back in {where}: `{shown}`"
+                        + (" (the same code)" if same else ""))
+                result.append(Finding(REVERTED_ID, REVERTED_SYMBOL, back.path, back.line, back.col, back.end_line,
+                                      back.end_col, f"reverts {pin.provenance()}: {text} ({pin.rule} {pin.symbol}; "
+                                                    f"pin {pin.id})", Confidence.HIGH, None, (pin.id,), back.obj))
+            continue
+        rule = _rule(pin.rule)
         for parsed in found[pin.id]:
-            scope = parsed.scopes()[pin.location]
-            state = recognizer.judge(scope, pin.detail) if recognizer else State(UNKNOWN, scope, "unknown rule")
+            scope = parsed.scopes().get(pin.location)
+            if scope is None:
+                continue
+            state = _own_state(rule, scope, pin.detail)
             anchor = state.anchor or scope
             if state.state == REVERTED:
-                findings.append(_finding(REVERTED_ID, REVERTED_SYMBOL, parsed.path, anchor.lineno, anchor.col_offset,
-                                         pin, f"reverts {pin.provenance()}: {state.text} "
-                                              f"({pin.rule} {pin.symbol}; pin {pin.id})", anchor))
+                result.append(_finding(REVERTED_ID, REVERTED_SYMBOL, parsed.path, anchor.lineno, anchor.col_offset,
+                                       pin, f"reverts {pin.provenance()}: {state.text} "
+                                            f"({pin.rule} {pin.symbol}; pin {pin.id})", anchor))
             elif state.state == UNKNOWN:
-                findings.append(_finding(STALE_ID, STALE_SYMBOL, parsed.path, anchor.lineno, anchor.col_offset,
-                                         pin, f"pin {pin.id} from {pin.provenance()}: {state.text} in "
-                                              f"{pin.location}; re-pin or `hp-invariants unpin {pin.id}`", anchor))
-    findings.sort(key=Finding.sort_key)
-    return findings
+                result.append(_finding(STALE_ID, STALE_SYMBOL, parsed.path, anchor.lineno, anchor.col_offset,
+                                       pin, f"pin {pin.id} from {pin.provenance()}: {state.text} in "
+                                            f"{pin.location}; re-pin or `hp-invariants unpin {pin.id}`", anchor))
+    result.sort(key=Finding.sort_key)
+    return result
 
 
 def _finding(rule_id: str, symbol: str, path: str, line: int, col: int, pin: Pin, message: str,

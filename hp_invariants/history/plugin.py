@@ -44,4 +44,4 @@ def filter_findings(baseline_path: str, source: str | bytes, findings: Sequence[
         source = SourceFile.from_bytes(findings[0].path, source).text
     text = source
     new, _unchanged, _left = match(annotate(findings, lambda _path: text), _LOADED[baseline_path])
-    return new
+    return [item.finding for item in new]

@@ -38,6 +38,18 @@ class RuleProxy(Rule):
         """The wrapped rule's findings in ``ctx``, passed through the transform."""
         return self.transform(list(self.inner.check(ctx)), ctx)
 
+    def pin_repair(self, finding: Finding, before: Any, after: Any) -> Any:
+        """As the wrapped rule."""
+        return self.inner.pin_repair(finding, before, after)
+
+    def repair_state(self, scope: Any, detail: dict[str, Any]) -> Any:
+        """As the wrapped rule."""
+        return self.inner.repair_state(scope, detail)
+
+    def missing_member(self, finding: Finding) -> tuple[str, str] | None:
+        """As the wrapped rule."""
+        return self.inner.missing_member(finding)
+
 
 def unwrap(rule: Rule) -> Rule:
     """Return the innermost rule of a chain of proxies."""

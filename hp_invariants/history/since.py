@@ -59,5 +59,5 @@ def rev_fingerprints(rev: str, paths: Sequence[str], check_tree: CheckTree) -> t
         git.extract_tree(commit.sha, root, tmp)
         existing = [os.path.join(tmp, rel) for rel in wanted if os.path.exists(os.path.join(tmp, rel))]
         findings = list(check_tree(tmp, existing)) if existing else []
-        findings = annotate(findings, read_text_file)
-    return commit, Counter(f.fingerprint for f in findings)
+        marked = annotate(findings, read_text_file)
+    return commit, Counter(item.fingerprint for item in marked)

@@ -220,9 +220,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from hp_invariants.astutil import always_exits, dotted_name, last_name, names_in_target
+from hp_invariants.astutil import (always_exits, dotted_name, last_name, names_in_target, parent_map, qualified_scopes,
+                                   scope_nodes, statement_of)
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
-from hp_invariants.api import Option, Rule
+from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Option, Repair, RepairState, Rule
 from hp_invariants.rules.shard_gate_facts import FUNCTION_FACTS, may_name_project_module
 
 #: ``ast.Match`` (Python 3.10+); on 3.9, where no match statement parses, nothing is one.
@@ -355,6 +356,7 @@ class LocalTensorViewNotDetached(Rule):
     project_facts = FUNCTION_FACTS  # read only for a helper imported from another module of the project
     project_optional = True
     project_on_demand = True
+    repair_summary = "a `.detach()` added to a view bound to a local tensor"
 
     def check(self, ctx) -> Iterator[Finding]:
         """Yield the findings of ``ctx``'s file (see the module docstring for the shapes)."""
@@ -431,6 +433,16 @@ class LocalTensorViewNotDetached(Rule):
         if len(origins) > 1:
             evidence += f", and {len(origins) - 1} more"
         return ctx.finding(self, location, args=(first.op, sink.attr, evidence), confidence=confidence, fix=fix)
+
+
+    # ------------------------------------------------------------------ history hooks
+    def pin_repair(self, finding, before, after):
+        """The ``.detach()`` a change added to the view that ``finding`` reported (see the end of this module)."""
+        return _pin_repair(finding, before, after)
+
+    def repair_state(self, scope, detail):
+        """Reverted when ``scope`` holds more un-detached calls of the view method than at the repair."""
+        return _repair_state(scope, detail)
 
 
 def _proven_torch_dtensor(ctx, sink: _Sink) -> bool:
@@ -1471,3 +1483,53 @@ def _join(left: dict | None, right: dict | None) -> dict | None:
     for name, origins in right.items():
         merged[name] = merged.get(name, _EMPTY) | origins
     return merged
+
+
+# ---------------------------------------------------------------------- history hooks: the pinned repair
+def _views(scope: ast.AST, method: str) -> list[ast.Call]:
+    return [n for n in scope_nodes(scope) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute) and n.func.attr == method]
+
+
+def _is_detached(call: ast.Call, parents: dict[int, ast.AST]) -> bool:
+    parent = parents.get(id(call))
+    if isinstance(parent, ast.Attribute) and parent.attr in ("detach", "detach_"):
+        return isinstance(parents.get(id(parent)), ast.Call)
+    return False
+
+
+def _pin_repair(finding: Finding, before: ast.Module, after: ast.Module) -> Repair | None:
+    """``.detach()`` added to a view bound to a local tensor: the view the finding named (its first
+    argument, ``narrow``) taken in its scope without ``.detach()`` before, with it after."""
+    old_scope, new_scope = qualified_scopes(before).get(finding.obj), qualified_scopes(after).get(finding.obj)
+    if old_scope is None or new_scope is None:
+        return None
+    method = str(finding.args[0]) if finding.args else ""
+    old_parents = parent_map(old_scope)
+    candidates = [c for c in _views(old_scope, method) if not _is_detached(c, old_parents)]
+    if not candidates:
+        return None
+    candidates.sort(key=lambda c: abs(c.lineno - finding.line))
+    view = candidates[0]
+    parents = parent_map(new_scope)
+    undetached = [c for c in _views(new_scope, method) if not _is_detached(c, parents)]
+    detached = [c for c in _views(new_scope, method) if _is_detached(c, parents)]
+    if not detached:
+        return None
+    detail = {"view": method, "expression": ast.unparse(view), "undetached": len(undetached)}
+    return Repair("detach", finding.obj, detail, ast.unparse(statement_of(detached[0], parents)).splitlines()[0],
+                  ast.unparse(statement_of(view, old_parents)).splitlines()[0])
+
+
+def _repair_state(scope: ast.AST, detail: dict) -> RepairState:
+    parents = parent_map(scope)
+    views = _views(scope, detail["view"])
+    if not views:
+        return RepairState(UNKNOWN, scope, f"no '{detail['view']}' view is taken there any more")
+    undetached = [c for c in views if not _is_detached(c, parents)]
+    if len(undetached) > int(detail.get("undetached", 0)):
+        same = [c for c in undetached if ast.unparse(c) == detail.get("expression")]
+        anchor = (same or undetached)[0]
+        return RepairState(REVERTED, anchor, f"the '{detail['view']}' view `{ast.unparse(anchor)}` is no longer "
+                                             f"followed by .detach() in {scope.name}")
+    return RepairState(REPAIRED)

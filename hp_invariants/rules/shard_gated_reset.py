@@ -400,9 +400,10 @@ from typing import Iterable, Sequence
 
 import dataclasses
 
-from hp_invariants.astutil import EXITS, FunctionNode, always_exits, dotted_name, last_name, walk_function_body, walk_nodes
+from hp_invariants.astutil import (EXITS, FunctionNode, always_exits, dotted_name, last_name, nodes_at_line, parent_map,
+                                   qualified_scopes, scope_nodes, statement_of, walk_function_body, walk_nodes)
 from hp_invariants.model import Applicability, Confidence, Edit
-from hp_invariants.api import Option, Rule
+from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Option, Repair, RepairState, Rule
 from hp_invariants.semantic import SemanticModel
 from hp_invariants.rules import shard_gate_facts as facts
 from hp_invariants.rules.shard_gate_facts import ShardGateFacts, ShardGateIndex, mesh_receiver
@@ -1591,6 +1592,7 @@ class ShardGatedReset(Rule):
     project_facts = facts.FUNCTION_FACTS
     project_optional = True
     prefilter_reads_project = True
+    repair_summary = "a shard-degree gate removed from a step that must run at every shard degree"
 
     def prefilter_record(self, data, options=None) -> str:
         """The must-run helper names of the project ``data`` (its closure under the configured
@@ -1656,6 +1658,16 @@ class ShardGatedReset(Rule):
             yield ctx.finding(self, node, args=(name, context.gate.text, evidence), confidence=confidence, fix=fix)
 
     # ------------------------------------------------------------------ gate search
+    # ------------------------------------------------------------------ history hooks
+    def pin_repair(self, finding, before, after):
+        """The shard-degree gate a change removed from the must-run step that ``finding`` reported (see the end of this module)."""
+        return _pin_repair(finding, before, after)
+
+    def repair_state(self, scope, detail):
+        """Reverted when the step's call runs under a condition it did not have after the repair (any name:
+        a renamed gate counts)."""
+        return _repair_state(scope, detail)
+
     def _find_gate(self, ctx, analyzer: _Analyzer, call: ast.Call) -> tuple[_Context, ast.AST] | None:
         """Walk from ``call`` up to its function and return the innermost gating context."""
         chain: list[ast.AST] = [call]
@@ -2036,3 +2048,88 @@ def _build_fix(ctx, analyzer: _Analyzer, call: ast.Call, context: _Context, scop
         return None
     safe = contained and not gate.drop_unsafe
     return ctx.make_fix(edits, description, Applicability.SAFE if safe else Applicability.UNSAFE)
+
+
+# ---------------------------------------------------------------------- history hooks: the pinned repair
+def _and_terms(test: ast.AST) -> list[str]:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [t for value in test.values for t in _and_terms(value)]
+    return [ast.unparse(test)]
+
+
+def _negated(test: ast.AST) -> str:
+    return ast.unparse(ast.UnaryOp(op=ast.Not(), operand=test))
+
+
+def _conditions(node: ast.AST, scope: ast.AST, parents: dict[int, ast.AST]) -> set[str]:
+    """The normalized conditions under which ``node`` runs inside ``scope``: the ``and`` terms of
+    enclosing ``if``/ternary tests (negated in ``else``), left operands of ``and``, and the negated
+    tests of early-exit guards before it in an enclosing block."""
+    found: set[str] = set()
+    child, current = node, parents.get(id(node))
+    while current is not None and child is not scope:
+        if isinstance(current, (ast.If, ast.IfExp, ast.While)) and child is not current.test:
+            in_body = child in current.body if isinstance(current.body, list) else child is current.body
+            found.update(_and_terms(current.test) if in_body else [_negated(current.test)])
+        elif isinstance(current, ast.BoolOp) and isinstance(current.op, ast.And):
+            index = current.values.index(child)
+            for value in current.values[:index]:
+                found.update(_and_terms(value))
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(current, name, None)
+            if isinstance(block, list) and child in block:
+                for stmt in block[:block.index(child)]:
+                    if isinstance(stmt, ast.If) and not stmt.orelse and always_exits(stmt.body):
+                        found.add(_negated(stmt.test))
+        child, current = current, parents.get(id(current))
+    return found
+
+
+def _guard_text(call: ast.AST, scope: ast.AST, parents: dict[int, ast.AST]) -> str:
+    """``if <test>: ... <call>`` for the innermost ``if`` around ``call``, else the call's statement."""
+    node = call
+    while id(node) in parents and node is not scope:
+        node = parents[id(node)]
+        if isinstance(node, ast.If):
+            return f"if {ast.unparse(node.test)}: ... {ast.unparse(call)}"
+    return ast.unparse(statement_of(call, parents)).splitlines()[0]
+
+
+def _step_calls(scope: ast.AST, name: str) -> list[ast.Call]:
+    return [n for n in scope_nodes(scope) if isinstance(n, ast.Call) and last_name(n.func) == name]
+
+
+def _pin_repair(finding, before: ast.Module, after: ast.Module) -> Repair | None:
+    """A shard-degree gate removed from a must-run step: the call the finding named, and the
+    conditions it runs under after the change (a gate coming back adds one)."""
+    old_scope, new_scope = qualified_scopes(before).get(finding.obj), qualified_scopes(after).get(finding.obj)
+    if old_scope is None or new_scope is None:
+        return None
+    calls = [n for n in nodes_at_line(old_scope, finding.line) if isinstance(n, ast.Call)]
+    calls.sort(key=lambda n: (n.col_offset != finding.col, n.col_offset))
+    name = last_name(calls[0].func) if calls else None
+    if not name:
+        return None
+    parents = parent_map(new_scope)
+    new_calls = _step_calls(new_scope, name)
+    if not new_calls:
+        return None
+    allowed = sorted(set().union(*(_conditions(c, new_scope, parents) for c in new_calls)))
+    gate = str(finding.args[1]) if len(finding.args) > 1 else ""
+    detail = {"call": name, "conditions": allowed, "gate": gate}
+    return Repair("ungate", finding.obj, detail, _guard_text(new_calls[0], new_scope, parents),
+                  _guard_text(calls[0], old_scope, parent_map(old_scope)))
+
+
+def _repair_state(scope: ast.AST, detail: dict) -> RepairState:
+    parents = parent_map(scope)
+    calls = _step_calls(scope, detail["call"])
+    if not calls:
+        return RepairState(UNKNOWN, scope, f"'{detail['call']}()' is no longer called there")
+    allowed = set(detail.get("conditions", ()))
+    for call in calls:
+        extra = sorted(_conditions(call, scope, parents) - allowed)
+        if extra:
+            return RepairState(REVERTED, call, f"'{detail['call']}()' runs only when "
+                                               f"{' and '.join(repr(e) for e in extra)} holds again in {scope.name}")
+    return RepairState(REPAIRED)

@@ -197,9 +197,10 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from hp_invariants.astutil import dotted_name, last_name, string_value
+from hp_invariants.astutil import (dotted_name, last_name, nodes_at_line, parent_map, qualified_scopes, scope_nodes,
+                                   string_value)
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
-from hp_invariants.api import Option, Rule
+from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Option, Repair, RepairState, Rule
 from hp_invariants.rules.shard_gate_facts import FUNCTION_FACTS, may_name_project_module
 
 WALK_METHODS = {
@@ -379,12 +380,22 @@ class WrapOverlapHardRaise(Rule):
     project_facts = FUNCTION_FACTS  # read only for a helper imported from another module of the project
     project_optional = True
     project_on_demand = True
+    repair_summary = "a `raise` in a submodule walk turned into a skip"
 
     # ------------------------------------------------------------------ entry point
     def check(self, ctx) -> Iterator[Finding]:
         """Yield the findings of the file in ``ctx`` (see the class docstring)."""
         checker = _FileChecker(self, ctx)
         yield from checker.run()
+
+    # ------------------------------------------------------------------ history hooks
+    def pin_repair(self, finding, before, after):
+        """The skip a change made of the ``raise`` that ``finding`` reported in a submodule walk (see the end of this module)."""
+        return _pin_repair(finding, before, after)
+
+    def repair_state(self, scope, detail):
+        """Reverted when the walk's test (same code, or the same marker strings/attributes) raises again."""
+        return _repair_state(scope, detail)
 
 
 class _FileChecker:
@@ -1699,3 +1710,64 @@ def _walk_no_scopes(body: Sequence[ast.AST], rebinding: str | None = None) -> It
                 isinstance(n, ast.Name) and n.id == rebinding for n in ast.walk(node.target)):
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+# ---------------------------------------------------------------------- history hooks: the pinned repair
+def _markers(test: ast.AST) -> set[str]:
+    found = set()
+    for node in ast.walk(test):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+    return found
+
+
+def _walk_tests(scope: ast.AST) -> list[ast.If]:
+    tests = []
+    for loop in scope_nodes(scope):
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            tests.extend(n for n in scope_nodes(loop) if isinstance(n, ast.If))
+    return tests
+
+
+def _same_test(node: ast.If, detail: dict) -> bool:
+    markers = set(detail.get("markers", ()))
+    return ast.unparse(node.test) == detail["test"] or bool(markers) and markers <= _markers(node.test)
+
+
+def _pin_repair(finding: Finding, before: ast.Module, after: ast.Module) -> Repair | None:
+    """A ``raise`` for an already-wrapped submodule turned into a skip: the test guarding the
+    reported ``raise`` (its code and its marker strings/attributes), skipping after the change."""
+    old_scope, new_scope = qualified_scopes(before).get(finding.obj), qualified_scopes(after).get(finding.obj)
+    if old_scope is None or new_scope is None:
+        return None
+    parents = parent_map(old_scope)
+    raises = [n for n in nodes_at_line(old_scope, finding.line) if isinstance(n, ast.Raise)]
+    if not raises:
+        return None
+    node, test = raises[0], None
+    while id(node) in parents and node is not old_scope:
+        node = parents[id(node)]
+        if isinstance(node, ast.If) and test is None:
+            test = node
+    if test is None:
+        return None
+    detail = {"test": ast.unparse(test.test), "markers": sorted(_markers(test.test))}
+    if _repair_state(new_scope, detail).state != REPAIRED:
+        return None
+    repaired = next(t for t in _walk_tests(new_scope) if _same_test(t, detail))
+    return Repair("skip", finding.obj, detail, f"if {ast.unparse(repaired.test)}: {ast.unparse(repaired.body[0])}",
+                  f"if {detail['test']}: raise ...")
+
+
+def _repair_state(scope: ast.AST, detail: dict) -> RepairState:
+    matched = [t for t in _walk_tests(scope) if _same_test(t, detail)]
+    if not matched:
+        return RepairState(UNKNOWN, scope, "no submodule walk tests it any more")
+    for test in matched:
+        raising = [s for s in test.body if isinstance(s, ast.Raise)]
+        if raising:
+            return RepairState(REVERTED, raising[0], f"the walk in {scope.name} raises again when "
+                                                     f"`{ast.unparse(test.test)}` instead of skipping the submodule")
+    return RepairState(REPAIRED)

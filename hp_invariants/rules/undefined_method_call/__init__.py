@@ -221,7 +221,8 @@ import ast
 import re
 from typing import Iterable, Iterator
 
-from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, walk_function_body, walk_nodes
+from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, qualified_scopes,
+                                   walk_function_body, walk_nodes)
 from hp_invariants.rules.undefined_method_call.index import (
     CatalogEntry,
     ClassIndex,
@@ -237,7 +238,8 @@ from hp_invariants.rules.undefined_method_call.index import (
     summarize,
 )
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
-from hp_invariants.api import Option, Rule
+from hp_invariants.api import REPAIRED, REVERTED, Option, Repair, RepairState, Rule
+from hp_invariants.api import UNKNOWN as REPAIR_UNKNOWN
 
 ACCESSOR_PAIRS: dict[str, tuple[str, str, str]] = {
     "get_input_embeddings": ("input", "get_input_embeddings", "set_input_embeddings"),
@@ -384,6 +386,7 @@ class UndefinedMethodCall(Rule):
     )
     prefilter = ("def",)
     project_facts = ClassIndexFacts()
+    repair_summary = "a called method (re)added to its class"
 
     # ------------------------------------------------------------------ entry point
     def check(self, ctx) -> Iterator[Finding]:
@@ -413,6 +416,19 @@ class UndefinedMethodCall(Rule):
                 yield from state.check_class((file_no, qual), class_node)
         yield from state.check_annotated(functions)
         yield from state.check_wrapped(functions)
+
+    # ------------------------------------------------------------------ history hooks
+    def pin_repair(self, finding, before, after):
+        """The called method a change (re)added to the class that ``finding`` reported (see the end of this module)."""
+        return _pin_repair(finding, before, after)
+
+    def repair_state(self, scope, detail):
+        """Reverted when the class no longer defines the method."""
+        return _repair_state(scope, detail)
+
+    def missing_member(self, finding):
+        """``(class, member)`` of the finding: its provenance is looked up in the class's history."""
+        return _missing_member(finding)
 
 
 def _may_report(view: ClassIndex, file_no: int, summary, text: str) -> bool:
@@ -1394,6 +1410,52 @@ def _store_targets(target: ast.AST, value: ast.AST | None, receiver: str, out: l
             _store_targets(elt, None, receiver, out)
     elif isinstance(target, ast.Starred):
         _store_targets(target.value, None, receiver, out)
+
+
+
+# ---------------------------------------------------------------------- history hooks
+def _missing_member(finding: Finding) -> tuple[str, str] | None:
+    if len(finding.args) < 2 or " " in str(finding.args[1]):
+        return None
+    return str(finding.args[0]).split(".")[-1], str(finding.args[1])
+
+
+def _defines(cls: ast.ClassDef, name: str) -> bool:
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
+            return True
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            return True
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+            return True
+    return False
+
+
+def _pin_repair(finding: Finding, before: ast.Module, after: ast.Module) -> Repair | None:
+    """A called method (re)added to its class: a class of the finding's class name that lacks the
+    member before the change and defines it after (located as the class: the pin's key is the method)."""
+    member = _missing_member(finding)
+    if member is None:
+        return None
+    class_name, method = member
+    new_classes = {q: n for q, n in qualified_scopes(after).items()
+                   if isinstance(n, ast.ClassDef) and n.name == class_name and _defines(n, method)}
+    old = qualified_scopes(before)
+    for qualname, cls in sorted(new_classes.items()):
+        old_cls = old.get(qualname)
+        if isinstance(old_cls, ast.ClassDef) and not _defines(old_cls, method):
+            added = next(s for s in cls.body if getattr(s, "name", None) == method)
+            return Repair("method", qualname, {"method": method}, ast.unparse(added).splitlines()[0],
+                          f"class {class_name} without {method}", key=method)
+    return None
+
+
+def _repair_state(scope: ast.AST, detail: dict) -> RepairState:
+    if not isinstance(scope, ast.ClassDef):
+        return RepairState(REPAIR_UNKNOWN, scope, "the location is no longer a class")
+    if _defines(scope, detail["method"]):
+        return RepairState(REPAIRED)
+    return RepairState(REVERTED, scope, f"class '{scope.name}' no longer defines '{detail['method']}'")
 
 
 __all__ = ["UndefinedMethodCall", "CatalogEntry"]
