@@ -7,6 +7,7 @@ Usage::
     python scripts/panel.py [PANEL] [--manifest FILE] [--only NAME,...] [--extra PATH ...] [-j N]
                             [--verdicts FILE] [--blind-scores FILE] [--reveal-blind FILE]
                             [-o FINDINGS.json]
+    python scripts/panel.py --from-json FINDINGS.json [--verdicts FILE] [--blind-scores FILE] [-o FILE]
 
 ``PANEL`` defaults to ``/work/panel``.
 
@@ -53,6 +54,8 @@ are counted as unjudged, so a re-run after a rule change shows at once what is n
 ``--blind-scores FILE`` reads what the blind reviewer reports, numbers alone, one line per code base
 and rule, whitespace-separated: ``codebase  rule-id  true  false`` (``#`` comments, an optional
 ``codebase rule true false`` header); a rule not listed is unjudged.
+``--from-json FINDINGS.json`` tabulates a saved run (its ``-o`` output) again with these verdicts and
+scores instead of checking: a run before a change stays comparable with one after it.
 
 Rule columns come from :data:`hp_invariants.registry.RULES`, so a new rule appears without editing
 this script. Exit status: 0 when every code base was checked (or built), 2 when ``check`` failed
@@ -578,39 +581,45 @@ def check_targets(targets: list[Target], jobs: int, verdicts: dict[tuple[str, st
             detail = "details withheld (blind): see --reveal-blind" if blind else stderr.strip()[-500:]
             detail = f"{problems} problem(s) reported; {detail}" if problems else detail
             print(f"{target.name}: check exited {status}: {detail}", file=sys.stderr)
-        findings = []
-        for finding in report.get("findings", []):
-            finding = dict(finding)
-            finding["path"] = os.path.normpath(finding["path"])
-            if not blind:
-                finding["verdict"] = verdicts.get((target.name, f"{finding['path']}:{finding['line']}",
-                                                   finding["id"]))
-            findings.append(finding)
+        findings = [dict(finding, path=os.path.normpath(finding["path"])) for finding in report.get("findings", [])]
         counts = {rid: 0 for rid in rule_ids}
         for finding in findings:
             counts[finding["id"]] = counts.get(finding["id"], 0) + 1
-        if blind:
-            judged = scores.get(target.name, {})
-            true = sum(t for rid, (t, _) in judged.items() if rid in counts)
-            false = sum(f for rid, (_, f) in judged.items() if rid in counts)
-            for rid, (t, f) in judged.items():
-                if t + f > counts.get(rid, 0):
-                    print(f"{target.name}: the blind scores judge {t + f} {rid} finding(s), the run has "
-                          f"{counts.get(rid, 0)} (scores of another run?)", file=sys.stderr)
-        else:
-            marks = [f["verdict"] for f in findings]
-            true, false = marks.count("T"), marks.count("F")
         projects.append({
             "name": target.name, "part": target.part, "baseline": target.part == "keep-clean",
             "source": target.source, "pin": target.pin, "version": target.version, "folder": str(target.folder),
             "path": target.path, "files": count_files(target.folder / target.path), "seconds": round(seconds, 2),
             "exit_status": status, "counts": counts, "problem_count": len(report.get("problems", [])),
-            "judged": {"true": true, "false": false, "unjudged": max(len(findings) - true - false, 0)},
-            "scores": {rid: {"true": t, "false": f} for rid, (t, f) in scores.get(target.name, {}).items()}
-            if blind else None,
             "problems": report.get("problems", []), "findings": findings, "stderr": stderr,
         })
+        judge(projects[-1], verdicts, scores)
     return projects, failed
+
+
+def judge(project: dict, verdicts: dict[tuple[str, str, str], str],
+          scores: dict[str, dict[str, tuple[int, int]]]) -> None:
+    """Set ``project``'s ``judged`` counts (and ``scores`` for a blind one) from the verdicts of the
+    tuning part (each finding gets its ``verdict``) or the blind reviewer's numbers (compared with the
+    run's counts: a mismatch is printed, scores of another run)."""
+    name, counts, findings = project["name"], project["counts"], project.get("findings", [])
+    if project["part"] == "blind":
+        judged = scores.get(name, {})
+        true = sum(t for rid, (t, _) in judged.items() if rid in counts)
+        false = sum(f for rid, (_, f) in judged.items() if rid in counts)
+        for rid, (t, f) in judged.items():
+            if t + f > counts.get(rid, 0):
+                print(f"{name}: the blind scores judge {t + f} {rid} finding(s), the run has "
+                      f"{counts.get(rid, 0)} (scores of another run?)", file=sys.stderr)
+        project["scores"] = {rid: {"true": t, "false": f} for rid, (t, f) in judged.items()}
+        total = sum(counts.values())
+    else:
+        for finding in findings:
+            finding["verdict"] = verdicts.get((name, f"{finding['path']}:{finding['line']}", finding["id"]))
+        marks = [f["verdict"] for f in findings]
+        true, false = marks.count("T"), marks.count("F")
+        project["scores"] = None
+        total = len(findings)
+    project["judged"] = {"true": true, "false": false, "unjudged": max(total - true - false, 0)}
 
 
 def public(project: dict) -> dict:
@@ -687,6 +696,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blind-scores", help="the blind reviewer's numbers: codebase rule true false")
     parser.add_argument("--reveal-blind", metavar="FILE",
                         help="write the blind code bases' findings to FILE (for the blind reviewer alone)")
+    parser.add_argument("--from-json", metavar="RUN",
+                        help="tabulate the JSON of an earlier run (its -o output) with --verdicts/--blind-scores "
+                             "instead of checking again")
     parser.add_argument("-o", "--output", help="write the JSON here instead of stdout")
     args = parser.parse_args(argv)
 
@@ -716,9 +728,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         verdicts = read_verdicts(args.verdicts)
         scores = read_blind_scores(args.blind_scores)
+        earlier = json.loads(Path(args.from_json).read_text(encoding="utf-8")) if args.from_json else None
     except (OSError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return 2
+    if earlier is not None:
+        projects = [p for p in earlier["projects"] if only is None or p["name"] in only]
+        for project in projects:
+            judge(project, verdicts, scores)
+        print_table(projects, earlier["rules"], judged=bool(verdicts or scores))
+        text = json.dumps({"rules": earlier["rules"], "projects": projects}, indent=2) + "\n"
+        if args.output:
+            Path(args.output).write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+        return 0
     if codebases is not None:
         try:
             targets = manifest_targets(panel, codebases, only)

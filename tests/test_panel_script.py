@@ -325,6 +325,25 @@ def test_blind_findings_appear_only_with_reveal_blind(tmp_path: Path) -> None:
     assert by_name["open"]["findings"][0]["path"] == "pkg/model.py" and by_name["open"]["part"] == "tuning"
     for leak in ("secret_model", "sealed_mthod", "Sealed"):
         assert leak not in text and leak not in proc.stderr
+    # --from-json: the saved run tabulated again with later verdicts and scores, without checking again
+    (panel / "open" / "pkg" / "model.py").unlink()  # a check would now find nothing there
+    verdicts = tmp_path / "verdicts.tsv"
+    verdicts.write_text(f"open\t{by_name['open']['findings'][0]['path']}:{by_name['open']['findings'][0]['line']}"
+                        "\tE9503\tF\tjudged later\n", encoding="utf-8")
+    scores.write_text("sealed E9503 0 1\n", encoding="utf-8")
+    again = tmp_path / "again.json"
+    proc = _run(str(panel), "--from-json", str(out), "--verdicts", str(verdicts), "--blind-scores", str(scores),
+                "-o", str(again), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = _rows(proc.stderr)
+    assert rows["open"]["E9503"] == "1" and (rows["open"]["true"], rows["open"]["false"]) == ("0", "1")
+    assert (rows["sealed (blind)"]["true"], rows["sealed (blind)"]["false"]) == ("0", "1")
+    assert (rows["panel total (2)"]["true"], rows["panel total (2)"]["false"]) == ("0", "2")
+    text = again.read_text(encoding="utf-8")
+    assert "findings" not in {p["name"]: p for p in json.loads(text)["projects"]}["sealed"]
+    for leak in ("secret_model", "sealed_mthod", "Sealed"):
+        assert leak not in text and leak not in proc.stderr
+    (panel / "open" / "pkg" / "model.py").write_text(FIXTURE.read_text(encoding="utf-8"), encoding="utf-8")
     # stdout JSON, and --reveal-blind: the blind findings go to that file alone
     proc = _run(str(panel), "-j", "1", "--reveal-blind", str(reveal), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
