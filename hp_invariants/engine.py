@@ -305,9 +305,12 @@ class Session:
         """True when the results cache holds an entry for each of ``paths`` recorded against the
         project as it is now (same fingerprint), so the project facts need not be built."""
         assert self.project is not None and self.results is not None
-        # one walk, read against the manifest of these very facts (the one a build would read)
-        fingerprint = self.project.fingerprint(paths[0], facts)
-        return self.results.all_current(root, paths, {f.key for f in facts}, fingerprint)
+        # one walk, read against the manifest of these very facts (the one a build would read); then
+        # each kind's fingerprint as an entry records it (with what that kind reads besides the Python
+        # files: the fingerprint of all kinds together is another value once one kind reads any)
+        self.project.fingerprint(paths[0], facts)
+        fingerprints = {f.key: self.project.root_fingerprint(root, [f]) for f in facts}
+        return self.results.all_current(root, paths, fingerprints)
 
 
 def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResult:

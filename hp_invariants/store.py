@@ -1784,12 +1784,14 @@ class ResultsCache:
         self._decoded[key] = value
         return value
 
-    def all_current(self, root: Path, paths: Sequence[str], kinds: set[str], fingerprint: str) -> bool:
+    def all_current(self, root: Path, paths: Sequence[str], fingerprints: dict[str, str]) -> bool:
         """True when each of ``paths`` (of ``root``) has an entry recorded against the project as it
-        is now: every facts kind it depends on is among ``kinds`` and has the ``fingerprint``."""
+        is now: every facts kind it depends on is a key of ``fingerprints`` (facts kind -> the
+        project's :meth:`~hp_invariants.project.Project.root_fingerprint` for that kind alone, as
+        :meth:`make_entry` records it) and has that fingerprint."""
         for path in paths:
             entry = self.entry(root, _rel(path, root))
-            if entry is None or any(k not in kinds or d.fingerprint != fingerprint for k, d in entry.deps.items()):
+            if entry is None or any(fingerprints.get(k) != d.fingerprint for k, d in entry.deps.items()):
                 return False
         return True
 
