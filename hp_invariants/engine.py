@@ -413,9 +413,14 @@ class _TrackingProject:
 
 
 def _cacheable(settings: Settings) -> bool:
-    """True when every rule of ``settings`` is one of the bundled rules (a class defined under
-    :mod:`hp_invariants.rules`): their findings are a function of the file, its settings and the
+    """True when every rule of ``settings`` is one of the bundled rules (a declaration of
+    :mod:`hp_invariants.declarations`, or a class defined under :mod:`hp_invariants.rules`; told
+    without importing any rule module): their findings are a function of the file, its settings and the
     project facts they read, and the cache's version tag covers their code. A rule wrapped by a front
     end (the history features' proxies, whose findings also depend on git and on pin files) or added
     by a plugin is not: such files are always checked afresh."""
-    return all(type(rule).__module__.startswith("hp_invariants.rules.") for rule in settings.rules)
+    return all(_bundled(type(rule).__module__) for rule in settings.rules)
+
+
+def _bundled(module: str) -> bool:
+    return module == "hp_invariants.declarations" or module.startswith("hp_invariants.rules.")

@@ -170,7 +170,9 @@ def codec(declared: Any, namespace: dict[str, Any] | None = None) -> Codec:
 
 def facts_codec(facts: Any, declared: Any) -> Codec:
     """:func:`codec` of a type ``declared`` by the facts kind ``facts``: names of its recursive aliases
-    are looked up in the modules of the facts kind's classes (most derived first). Memoized."""
+    are looked up in the modules of the facts kind's classes (most derived first; those of its analysis,
+    :meth:`~hp_invariants.api.ProjectFacts.analysis`, for a declaration). Memoized."""
+    facts = facts.analysis() if isinstance(facts, api.ProjectFacts) else facts
     key = (type(facts), id(declared))
     found = _FACTS_CODECS.get(key)
     if found is not None and found[0] is declared:
