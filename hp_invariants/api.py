@@ -12,16 +12,55 @@ project walk or the store.
 from __future__ import annotations
 
 import ast
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, Tuple, TypeVar, Union
 
-from hp_invariants.astutil import walk_with_parents
 from hp_invariants.model import Applicability, Confidence, Edit, Finding, Fix
-from hp_invariants.semantic import SemanticModel
 from hp_invariants.source import SourceFile
 
+if TYPE_CHECKING:  # pragma: no cover - imported where used: a run answered from the results cache never needs them
+    from hp_invariants.semantic import SemanticModel
+
 T = TypeVar("T")
+
+
+class _Declared:
+    """What :class:`Rule` and :class:`ProjectFacts` share: a class may be a light *declaration* (its
+    class attributes, and the few light methods it defines itself) whose analysis lives in a module
+    imported on first use, so that a run that answers every file from the results cache imports none
+    of the analysis.
+
+    ``implementation`` is ``"module:Class"``; the class that sets it (in its own body) is the
+    declaration, and ``Class`` subclasses it and holds the analysis (the subclass inherits the
+    declaration's attributes, so both answer the same ids, options and facts). The base methods that
+    need the analysis (``check``, ``build`` ...) hand the call to :meth:`analysis`; an instance of
+    ``Class``, or of any class that does not set ``implementation`` itself, is its own analysis.
+    """
+
+    implementation: str = ""
+
+    def analysis(self) -> Any:
+        """The object holding the analysis: the instance of ``implementation`` (its module imported
+        and the class made on first call, once per object) for a declaration, else ``self``. Raises
+        ``ImportError``/``AttributeError`` when ``implementation`` names no class."""
+        found = self.__dict__.get("_analysis")
+        if found is None:
+            found = self
+            declared = type(self).__dict__.get("implementation")
+            if declared:
+                module, _, name = declared.partition(":")
+                found = getattr(importlib.import_module(module), name)()
+            self.__dict__["_analysis"] = found
+        return found
+
+    @property
+    def analysis_module(self) -> str:
+        """The name of the module holding the analysis (``implementation``'s module, else the class's),
+        without importing it. A rule's documentation is that module's docstring."""
+        return self.implementation.partition(":")[0] if self.implementation else type(self).__module__
+
 
 @dataclass(frozen=True)
 class Option:
@@ -37,8 +76,13 @@ class Option:
     help: str
 
 
-class Rule:
-    """Base class of an invariant rule: one subclass per module under ``hp_invariants.rules``.
+class Rule(_Declared):
+    """Base class of an invariant rule. A bundled rule is two classes: its declaration in
+    :mod:`hp_invariants.declarations` (the class attributes below and ``implementation``; all that
+    the configuration, the front ends and the results cache read) and, in its module under
+    ``hp_invariants.rules``, the subclass of the declaration that holds the analysis (``check``, the
+    history hooks), imported when a file is first checked (see :class:`_Declared`). A rule defined in
+    one class (a plugin's, a test's) sets no ``implementation`` and works as before.
 
     Class attributes a rule sets:
 
@@ -71,8 +115,8 @@ class Rule:
     repair, re-checked on the rule's own terms), :meth:`missing_member` (a finding about a member a
     class lacks: its provenance in the class's history).
 
-    The rule's module docstring is its user documentation (``docs/rules/<symbol>.md`` and
-    ``hp-invariants explain`` print it).
+    The docstring of the rule's analysis module (:attr:`analysis_module`) is its user documentation
+    (``docs/rules/<symbol>.md`` and ``hp-invariants explain`` print it).
     """
 
     rule_id: str = ""
@@ -102,6 +146,9 @@ class Rule:
         list option (say ``unconditional-calls``), its configured values replace ``prefilter``, so a
         prefilter never skips a file that a configured name could match.
         """
+        analysis = self.analysis()
+        if analysis is not self:
+            return analysis.applies_to(text, options)
         tokens = self.prefilter
         if self.prefilter_option and options and self.prefilter_option in options:
             tokens = options[self.prefilter_option]
@@ -111,12 +158,16 @@ class Rule:
         """What :meth:`applies_to` reads from the project object ``data`` (of ``project_facts``) under
         this rule's ``options``, as a plain string: a file the prefilter skipped is checked again
         when it differs. Only called when ``prefilter_reads_project``."""
-        return None
+        analysis = self.analysis()
+        return analysis.prefilter_record(data, options) if analysis is not self else None
 
     def check(self, ctx: "FileContext") -> Iterable[Finding]:  # pragma: no cover - abstract
         """Yield the findings of this rule in the file of ``ctx`` (a
         :class:`FileContext`)."""
-        raise NotImplementedError
+        analysis = self.analysis()
+        if analysis is self:
+            raise NotImplementedError
+        return analysis.check(ctx)
 
     # ------------------------------------------------------------------ history hooks (optional)
     def pin_repair(self, finding: Finding, before: ast.Module, after: ast.Module) -> "Repair | None":
@@ -124,18 +175,21 @@ class Rule:
         before the change; ``after``: the file after it), in terms :meth:`repair_state` re-checks;
         ``None`` (the default) when the rule does not recognise it: ``hp-invariants pin`` then
         records the removed finding itself (reported when a finding of the rule returns there)."""
-        return None
+        analysis = self.analysis()
+        return analysis.pin_repair(finding, before, after) if analysis is not self else None
 
     def repair_state(self, scope: ast.AST, detail: dict[str, Any]) -> "RepairState | None":
         """The state of a repair of :meth:`pin_repair` (its ``detail``) in ``scope``, the def found
         at the repair's location now; ``None`` (the default) when the rule has no such hook."""
-        return None
+        analysis = self.analysis()
+        return analysis.repair_state(scope, detail) if analysis is not self else None
 
     def missing_member(self, finding: Finding) -> tuple[str, str] | None:
         """``(class name, member name)`` when ``finding`` says that a class lacks a member (E9503),
         so the history features can name the commit that deleted or renamed it; ``None`` (the
         default) otherwise."""
-        return None
+        analysis = self.analysis()
+        return analysis.missing_member(finding) if analysis is not self else None
 
 
 REPAIRED, REVERTED, UNKNOWN = "repaired", "reverted", "unknown"
@@ -233,6 +287,8 @@ class FileContext:
         """The file's :class:`~hp_invariants.semantic.SemanticModel` (definitions, classes,
         bindings, helper resolution), built on first use and shared by every rule."""
         if self._semantic is None:
+            from hp_invariants.semantic import SemanticModel  # noqa: PLC0415 - see the imports
+
             self._semantic = SemanticModel(self.tree)
         return self._semantic
 
@@ -276,6 +332,8 @@ class FileContext:
         the pass iterates the node fields directly (no :func:`ast.iter_child_nodes` generators).
         """
         if self._nodes is None:
+            from hp_invariants.astutil import walk_with_parents  # noqa: PLC0415 - see the imports
+
             self._nodes, self._owners = walk_with_parents(self.tree)
         return self._nodes
 
@@ -423,10 +481,15 @@ Plain = Union[str, int, float, bool, None, Tuple["Plain", ...]]
 a value whose shape varies, such as an encoded expression or a dependency record's question)."""
 
 
-class ProjectFacts:
+class ProjectFacts(_Declared):
     """Facts about every file of a project that one rule needs (declared as ``Rule.project_facts``).
 
-    A subclass sets ``key`` (a short name, unique among the rules) and implements:
+    A subclass sets ``key`` (a short name, unique among the rules) and implements the methods below.
+    Bundled facts are declared as rules are (see :class:`_Declared`): the declaration sets ``key``,
+    ``implementation`` and defines :meth:`root_inputs` (all that the results cache reads when no
+    file changed); the subclass named by ``implementation`` holds everything else, and the methods
+    and type attributes here hand over to it. ``root_inputs`` is never handed over: it stays light.
+
 
     * :meth:`summarize`: a small, ``ast``-free summary of one parsed file (never raises for a valid
       tree), of the type :attr:`summary_type` declares;
@@ -450,32 +513,47 @@ class ProjectFacts:
 
     key: str = ""
 
-    summary_type: Any = None
-    """The type of :meth:`summarize`'s result (``None``: the summaries are not cached, every file is
-    parsed on every build)."""
+    @property
+    def summary_type(self) -> Any:
+        """The type of :meth:`summarize`'s result (``None``, the default: the summaries are not
+        cached, every file is parsed on every build). A subclass sets it as a class attribute."""
+        analysis = self.analysis()
+        return analysis.summary_type if analysis is not self else None
 
     def summarize(self, tree: ast.Module, path: str) -> Any:  # pragma: no cover - abstract
         """Return the summary of the parsed file ``path`` (of :attr:`summary_type`)."""
-        raise NotImplementedError
+        analysis = self.analysis()
+        if analysis is self:
+            raise NotImplementedError
+        return analysis.summarize(tree, path)
 
     def build(self, root: Path, paths: list[str], summaries: list[Any], digests: list[bytes]) -> Any:
         """Return the project object from the summaries of ``paths`` (absolute, same order) and their
         content digests (``hashlib.blake2b``, 16 bytes)."""  # pragma: no cover - abstract
-        raise NotImplementedError
+        analysis = self.analysis()
+        if analysis is self:
+            raise NotImplementedError
+        return analysis.build(root, paths, summaries, digests)
 
     # ------------------------------------------------------------------ the built object, kept whole
-    built_parts: Mapping[str, Any] = {}
-    """The parts of the built object that the store keeps, ``name -> type``: a plain type (the part
-    is read back whole, and checked, when the object is restored), ``KeyedTable[T]`` or
-    ``ListTable[T]`` (read back entry by entry, when asked for). Empty (default): the object is
-    built from the summaries on every run."""
+    @property
+    def built_parts(self) -> Mapping[str, Any]:
+        """The parts of the built object that the store keeps, ``name -> type``: a plain type (the
+        part is read back whole, and checked, when the object is restored), ``KeyedTable[T]`` or
+        ``ListTable[T]`` (read back entry by entry, when asked for). Empty (default): the object is
+        built from the summaries on every run. A subclass sets it as a class attribute."""
+        analysis = self.analysis()
+        return analysis.built_parts if analysis is not self else {}
 
     def persist(self, data: Any) -> dict[str, Any]:
         """Return the parts of the built object ``data`` (what :meth:`build` returned), one per name of
         :attr:`built_parts`: a ``KeyedTable`` part as a ``dict`` with ``str`` keys, a ``ListTable``
         part as a ``list``, any other part as a value of its type. Only called when
         :attr:`built_parts` is set."""  # pragma: no cover - optional
-        raise NotImplementedError
+        analysis = self.analysis()
+        if analysis is self:
+            raise NotImplementedError
+        return analysis.persist(data)
 
     def restore(self, parts: dict[str, Any], rebuild: Callable[[], Any]) -> Any:
         """Return the project object from its ``parts`` as the store read them back: plain parts
@@ -483,33 +561,44 @@ class ProjectFacts:
         gives the object built from the summaries (as if nothing had been kept), for an object that
         keeps state of its own to recover from; a damaged table entry never reaches this code (the
         views answer from the rebuilt object's parts instead)."""  # pragma: no cover - optional
-        raise NotImplementedError
+        analysis = self.analysis()
+        if analysis is self:
+            raise NotImplementedError
+        return analysis.restore(parts, rebuild)
 
     # ------------------------------------------------------------------ results-cache hooks
-    record_type: Any = Plain
-    """The type of the records :meth:`dependencies` returns (the store keeps them with each file's
-    results and gives them back to :meth:`still_valid` checked and decoded)."""
+    @property
+    def record_type(self) -> Any:
+        """The type of the records :meth:`dependencies` returns (the store keeps them with each file's
+        results and gives them back to :meth:`still_valid` checked and decoded); default
+        :data:`Plain`. A subclass sets it as a class attribute."""
+        analysis = self.analysis()
+        return analysis.record_type if analysis is not self else Plain
 
     def root_inputs(self, root: Path) -> str:
         """Return a text of what the project object reads from the project ``root`` besides its
         Python files (E9503: the library versions the project declares), or ``""`` (default). It is
         part of the project's fingerprint (:meth:`hp_invariants.project.Project.root_fingerprint`),
-        so the results cache takes no file's results as current once it changed."""
+        so the results cache takes no file's results as current once it changed. Read on every run,
+        also when every file's results are cached: a declaration defines it itself (light code)."""
         return ""
 
     def track(self, data: Any) -> tuple[Any, Any]:
         """Return ``(view, tracker)``: the object a rule reads while checking one file instead of
         ``data``, and what :meth:`dependencies` turns into that file's dependency record. Default:
         ``(data, None)``, no tracking (the file depends on the whole project)."""
-        return data, None
+        analysis = self.analysis()
+        return analysis.track(data) if analysis is not self else (data, None)
 
     def dependencies(self, tracker: Any, path: str) -> Any:
         """Return the dependency record (of :attr:`record_type`) of a file checked with ``tracker``
         (``None``: the whole project)."""
-        return None
+        analysis = self.analysis()
+        return analysis.dependencies(tracker, path) if analysis is not self else None
 
     def still_valid(self, data: Any, path: str, digest: bytes, record: Any) -> bool:
         """True when the findings of ``path`` (content ``digest``) that depended on ``record`` (of
         :attr:`record_type`, as :meth:`dependencies` returned it) are still those of the project
         object ``data``. Must be conservative: when in doubt, False."""
-        return False
+        analysis = self.analysis()
+        return analysis.still_valid(data, path, digest, record) if analysis is not self else False

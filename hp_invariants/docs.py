@@ -6,14 +6,15 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
-import sys
 
 from hp_invariants.api import Rule
 
 
 def rule_doc(rule: Rule) -> str:
-    """Return the markdown documentation of ``rule`` (its module docstring), newline-terminated."""
-    module = sys.modules[type(rule).__module__]
+    """Return the markdown documentation of ``rule`` (the docstring of its analysis module,
+    :attr:`~hp_invariants.api.Rule.analysis_module`, imported if need be), newline-terminated."""
+    module = importlib.import_module(rule.analysis_module)
     text = inspect.cleandoc(module.__doc__ or f"# {rule.rule_id} {rule.symbol}\n")
     return text.rstrip("\n") + "\n"

@@ -305,9 +305,12 @@ class Session:
         """True when the results cache holds an entry for each of ``paths`` recorded against the
         project as it is now (same fingerprint), so the project facts need not be built."""
         assert self.project is not None and self.results is not None
-        # one walk, read against the manifest of these very facts (the one a build would read)
-        fingerprint = self.project.fingerprint(paths[0], facts)
-        return self.results.all_current(root, paths, {f.key for f in facts}, fingerprint)
+        # one walk, read against the manifest of these very facts (the one a build would read); then
+        # each kind's fingerprint as an entry records it (with what that kind reads besides the Python
+        # files: the fingerprint of all kinds together is another value once one kind reads any)
+        self.project.fingerprint(paths[0], facts)
+        fingerprints = {f.key: self.project.root_fingerprint(root, [f]) for f in facts}
+        return self.results.all_current(root, paths, fingerprints)
 
 
 def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResult:
@@ -410,9 +413,14 @@ class _TrackingProject:
 
 
 def _cacheable(settings: Settings) -> bool:
-    """True when every rule of ``settings`` is one of the bundled rules (a class defined under
-    :mod:`hp_invariants.rules`): their findings are a function of the file, its settings and the
+    """True when every rule of ``settings`` is one of the bundled rules (a declaration of
+    :mod:`hp_invariants.declarations`, or a class defined under :mod:`hp_invariants.rules`; told
+    without importing any rule module): their findings are a function of the file, its settings and the
     project facts they read, and the cache's version tag covers their code. A rule wrapped by a front
     end (the history features' proxies, whose findings also depend on git and on pin files) or added
     by a plugin is not: such files are always checked afresh."""
-    return all(type(rule).__module__.startswith("hp_invariants.rules.") for rule in settings.rules)
+    return all(_bundled(type(rule).__module__) for rule in settings.rules)
+
+
+def _bundled(module: str) -> bool:
+    return module == "hp_invariants.declarations" or module.startswith("hp_invariants.rules.")

@@ -1,25 +1,26 @@
 """The explicit list of rules (TorchFix style: no import-time discovery).
 
-A new rule is one new module under :mod:`hp_invariants.rules`, one line here, its fixtures under
-``tests/fixtures/<symbol>/`` and its doc page (generated from the module docstring by
-``scripts/gen_rule_docs.py``). Everything else (the CLI's ``rules``/``explain``/``--select``, the
-pylint plugin's messages and options, the codemod commands, the benchmarks, the generic tests)
-reads :data:`RULES`.
+A new rule is one declaration in :mod:`hp_invariants.declarations` (ids, messages, options,
+prefilter, project facts, and ``implementation`` naming its analysis), one new module under
+:mod:`hp_invariants.rules` holding the analysis (a subclass of the declaration), one line here, its
+fixtures under ``tests/fixtures/<symbol>/`` and its doc page (generated from the analysis module's
+docstring by ``scripts/gen_rule_docs.py``). Everything else (the CLI's ``rules``/``explain``/
+``--select``, the pylint plugin's messages and options, the codemod commands, the benchmarks, the
+generic tests) reads :data:`RULES`. The list holds the declarations: no rule module is imported
+until a file is checked (a ``check`` answered from the results cache imports none).
 """
 
 from __future__ import annotations
 
 from hp_invariants.api import Rule
-from hp_invariants.rules.local_tensor_view_not_detached import LocalTensorViewNotDetached
-from hp_invariants.rules.shard_gated_reset import ShardGatedReset
-from hp_invariants.rules.undefined_method_call import UndefinedMethodCall
-from hp_invariants.rules.wrap_overlap_hard_raise import WrapOverlapHardRaise
+from hp_invariants.declarations import (LocalTensorViewNotDetachedDeclaration, ShardGatedResetDeclaration,
+                                        UndefinedMethodCallDeclaration, WrapOverlapHardRaiseDeclaration)
 
 RULES: list[Rule] = [
-    LocalTensorViewNotDetached(),
-    ShardGatedReset(),
-    UndefinedMethodCall(),
-    WrapOverlapHardRaise(),
+    LocalTensorViewNotDetachedDeclaration(),
+    ShardGatedResetDeclaration(),
+    UndefinedMethodCallDeclaration(),
+    WrapOverlapHardRaiseDeclaration(),
 ]
 """Every rule, in id order. One list object: modules that imported it see :func:`register` calls."""
 

@@ -170,7 +170,9 @@ def codec(declared: Any, namespace: dict[str, Any] | None = None) -> Codec:
 
 def facts_codec(facts: Any, declared: Any) -> Codec:
     """:func:`codec` of a type ``declared`` by the facts kind ``facts``: names of its recursive aliases
-    are looked up in the modules of the facts kind's classes (most derived first). Memoized."""
+    are looked up in the modules of the facts kind's classes (most derived first; those of its analysis,
+    :meth:`~hp_invariants.api.ProjectFacts.analysis`, for a declaration). Memoized."""
+    facts = facts.analysis() if isinstance(facts, api.ProjectFacts) else facts
     key = (type(facts), id(declared))
     found = _FACTS_CODECS.get(key)
     if found is not None and found[0] is declared:
@@ -1784,12 +1786,14 @@ class ResultsCache:
         self._decoded[key] = value
         return value
 
-    def all_current(self, root: Path, paths: Sequence[str], kinds: set[str], fingerprint: str) -> bool:
+    def all_current(self, root: Path, paths: Sequence[str], fingerprints: dict[str, str]) -> bool:
         """True when each of ``paths`` (of ``root``) has an entry recorded against the project as it
-        is now: every facts kind it depends on is among ``kinds`` and has the ``fingerprint``."""
+        is now: every facts kind it depends on is a key of ``fingerprints`` (facts kind -> the
+        project's :meth:`~hp_invariants.project.Project.root_fingerprint` for that kind alone, as
+        :meth:`make_entry` records it) and has that fingerprint."""
         for path in paths:
             entry = self.entry(root, _rel(path, root))
-            if entry is None or any(k not in kinds or d.fingerprint != fingerprint for k, d in entry.deps.items()):
+            if entry is None or any(fingerprints.get(k) != d.fingerprint for k, d in entry.deps.items()):
                 return False
         return True
 

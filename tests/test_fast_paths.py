@@ -277,3 +277,68 @@ def test_a_rule_reading_facts_on_demand_runs_early_and_again_only_where_it_asks(
     assert parsed == ["b.py"]
     without = engine.session_for_rules([OnDemand()], project=project_module.Project(use_cache=False))
     assert [[f.message for f in without.check_path(path).findings] for path in files] == [["late"], ["late", "ShardGateIndex"]]
+
+
+# ---------------------------------------------------------------------- a check answered from the results cache
+_REPORT_MODULES = textwrap.dedent('''
+    import atexit, json, sys
+
+    def report():
+        heavy = sorted(m for m in sys.modules if m.startswith("hp_invariants.rules")
+                       or m in ("hp_invariants.semantic", "hp_invariants.astutil"))
+        sys.stderr.write("MODULES " + json.dumps(heavy) + "\\n")
+
+    atexit.register(report)
+    from hp_invariants.cli import main
+    sys.exit(main(sys.argv[1:]))
+''')
+
+
+def _check_in_subprocess(project: Path, cache: Path) -> tuple[str, list[str]]:
+    """``hp-invariants check project`` in a fresh interpreter: its output and the rule-analysis
+    modules (under ``hp_invariants.rules``, the semantic model, the AST helpers) it had imported at exit."""
+    import json
+    import subprocess
+    import sys
+
+    env = dict(os.environ, HP_INVARIANTS_CACHE_DIR=str(cache))
+    done = subprocess.run([sys.executable, "-c", _REPORT_MODULES, "check", str(project)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    line = next(l for l in done.stderr.splitlines() if l.startswith("MODULES "))
+    return done.stdout, json.loads(line[len("MODULES "):])
+
+
+def test_a_check_answered_from_the_results_cache_imports_no_rule_module(tmp_path):
+    # issue #25: the registry holds light declarations; each rule's analysis is imported when a file
+    # is first checked, so a run whose every file's results are current imports none of it. The
+    # project declares a torch range, so E9503's facts read root inputs (their fingerprint then
+    # differs from the one of all kinds together: the build must still be skipped)
+    project = tmp_path / "proj"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "proj"\ndependencies = ["torch>=2.1"]\n')
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "param.py").write_text(textwrap.dedent('''
+        from torch import nn
+
+
+        class Param:
+            def reset_sharded_param(self, local):
+                self._local_tensor = local.narrow(0, 0, 4)
+
+        class Model(nn.Module):
+            def forward(self):
+                return self.missing_method()
+
+        Model()
+    '''))
+    (project / "pkg" / "plain.py").write_text("def f(x):\n    return x + 1\n")
+    cache = tmp_path / "cache"
+    cold_out, cold_modules = _check_in_subprocess(project, cache)
+    assert "hp_invariants.rules.undefined_method_call" in cold_modules  # the test can fail
+    assert "E9503" in cold_out and "E9501" in cold_out
+    warm_out, warm_modules = _check_in_subprocess(project, cache)
+    assert warm_modules == []
+    assert warm_out == cold_out  # same findings, same report
+    (project / "pkg" / "plain.py").write_text("def f(x):\n    return x + 2\n")  # a changed file: checked again
+    changed_out, changed_modules = _check_in_subprocess(project, cache)
+    assert changed_out == cold_out and "hp_invariants.rules.undefined_method_call" in changed_modules

@@ -99,7 +99,7 @@ def command_for(rule: Rule) -> type[RuleCodemod]:
         doc = f"Apply the fix of {rule.rule_id} {rule.symbol}: {rule.summary}."
         found = type(rule.command_name, (RuleCodemod,), {
             "__doc__": doc, "DESCRIPTION": doc, "RULE_IDS": (rule.rule_id,),
-            "__module__": f"hp_invariants.codemods.{type(rule).__module__.rsplit('.', 1)[-1]}",
+            "__module__": f"hp_invariants.codemods.{rule.analysis_module.rsplit('.', 1)[-1]}",
         })
         _COMMANDS[rule.rule_id] = found
     return found
@@ -112,7 +112,7 @@ def export_commands(namespace: dict, module: str) -> list[str]:
     short = module.rsplit(".", 1)[-1]
     names = []
     for rule in _registry():
-        rule_module = type(rule).__module__
+        rule_module = rule.analysis_module
         if rule_module.rsplit(".", 1)[-1] == short or rule_module.endswith(f".{short}.__init__"):
             command = command_for(rule)
             namespace[command.__name__] = command

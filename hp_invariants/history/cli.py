@@ -132,7 +132,8 @@ def _provenance_cache_dir(args: argparse.Namespace, session: Any) -> str | None:
 
 
 def has_member_hook(rule: Rule) -> bool:
-    """Whether ``rule`` (or the rule a proxy wraps) implements :meth:`~hp_invariants.api.Rule.missing_member`."""
+    """Whether ``rule`` (or the rule a proxy wraps) implements :meth:`~hp_invariants.api.Rule.missing_member`
+    (a bundled rule's declaration defines it: told without importing the analysis)."""
     from hp_invariants.history.proxy import unwrap
 
     return type(unwrap(rule)).missing_member is not Rule.missing_member

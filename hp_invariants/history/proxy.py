@@ -30,6 +30,11 @@ class RuleProxy(Rule):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+    @property
+    def analysis_module(self) -> str:
+        """As the wrapped rule (its documentation is that module's docstring)."""
+        return self.inner.analysis_module
+
     def applies_to(self, text: str, options: dict[str, Any] | None = None) -> bool:
         """As the wrapped rule."""
         return self.inner.applies_to(text, options)

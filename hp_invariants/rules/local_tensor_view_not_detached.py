@@ -223,8 +223,9 @@ from typing import Iterable, Iterator
 from hp_invariants.astutil import (always_exits, dotted_name, last_name, names_in_target, parent_map, qualified_scopes,
                                    scope_nodes, statement_of)
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
-from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Option, Repair, RepairState, Rule
-from hp_invariants.rules.shard_gate_facts import FUNCTION_FACTS, may_name_project_module
+from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Repair, RepairState
+from hp_invariants.declarations import LocalTensorViewNotDetachedDeclaration
+from hp_invariants.rules.shard_gate_facts import may_name_project_module
 
 #: ``ast.Match`` (Python 3.10+); on 3.9, where no match statement parses, nothing is one.
 _MATCH = getattr(ast, "Match", ())
@@ -323,7 +324,7 @@ class _Sink:
     receiver: ast.AST | None = None
 
 
-class LocalTensorViewNotDetached(Rule):
+class LocalTensorViewNotDetached(LocalTensorViewNotDetachedDeclaration):
     """E9501: an autograd view stored into ``_local_tensor`` without ``.detach()``.
 
     ``check(ctx)`` yields one :class:`Finding` per store reached by at least one view, with the
@@ -332,31 +333,6 @@ class LocalTensorViewNotDetached(Rule):
     written in place in grad mode.
     """
 
-    rule_id = "E9501"
-    symbol = "local-tensor-view-not-detached"
-    codemod_command = "DetachLocalTensorViewCommand"
-    summary = "An autograd view (.narrow(), slicing, ...) is bound to a DTensor's _local_tensor without .detach()"
-    msg = ("'%s' view bound to '%s' without .detach(): the tensor stays an autograd view of its base, "
-           "so is_leaf raises or turns False once the base is written in place in grad mode (evidence: %s)")
-    description = (
-        "Used when a view of another tensor (narrow, view, transpose, slicing, an element of split/"
-        "chunk, ...) is stored into a DTensor's local-tensor attribute (default _local_tensor) "
-        "directly or through local variables, without .detach(). A view created under no_grad makes "
-        "param.is_leaf raise 'A view was created in no_grad mode and its base or another view of its "
-        "base has been modified inplace with grad mode enabled' when the optimizer is built."
-    )
-    options = (
-        Option("local-tensor-attrs", "csv", ("_local_tensor",),
-               "Attribute names whose stores must not receive an autograd view."),
-        Option("no-grad-contexts", "csv", ("no_grad", "inference_mode", "set_grad_enabled", "_no_grad"),
-               "Last name components of context managers/decorators that disable grad mode."),
-    )
-    prefilter = ("_local_tensor",)
-    prefilter_option = "local-tensor-attrs"
-    project_facts = FUNCTION_FACTS  # read only for a helper imported from another module of the project
-    project_optional = True
-    project_on_demand = True
-    repair_summary = "a `.detach()` added to a view bound to a local tensor"
 
     def check(self, ctx) -> Iterator[Finding]:
         """Yield the findings of ``ctx``'s file (see the module docstring for the shapes)."""

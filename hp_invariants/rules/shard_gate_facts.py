@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Tuple, Union
 
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, dotted_name, last_name, walk_function_body
-from hp_invariants.api import FileContext, KeyedTable, ListTable, ProjectFacts
+from hp_invariants.api import FileContext, KeyedTable, ListTable
+from hp_invariants.declarations import FUNCTION_FACTS, ShardGateFactsDeclaration  # noqa: F401 - FUNCTION_FACTS: re-exported
 from hp_invariants.semantic import ExternalRef, is_property
 
 UNKNOWN = ("?",)
@@ -617,11 +618,10 @@ class ShardGateIndex:
         return self._callers
 
 
-class ShardGateFacts(ProjectFacts):
+class ShardGateFacts(ShardGateFactsDeclaration):
     """E9502's :class:`~hp_invariants.api.ProjectFacts`: :func:`summarize` per file, a
     :class:`ShardGateIndex` per project."""
 
-    key = "shard-gates"
     summary_type = FileFacts
 
     def summarize(self, tree: ast.Module, path: str) -> tuple:
@@ -670,8 +670,3 @@ class _RegisteringFacts(ShardGateFacts):
         index = super().restore(parts, rebuild)
         BUILT.add(index)
         return index
-
-
-FUNCTION_FACTS = _RegisteringFacts()
-"""The one project function-facts object of the rules (``Rule.project_facts`` of E9501, E9502 and
-E9504): one build, one cache entry per project."""

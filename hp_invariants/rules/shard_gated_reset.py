@@ -403,35 +403,13 @@ import dataclasses
 from hp_invariants.astutil import (EXITS, FunctionNode, always_exits, dotted_name, last_name, nodes_at_line, parent_map,
                                    qualified_scopes, scope_nodes, statement_of, walk_function_body, walk_nodes)
 from hp_invariants.model import Applicability, Confidence, Edit
-from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Option, Repair, RepairState, Rule
+from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Repair, RepairState
 from hp_invariants.semantic import SemanticModel
 from hp_invariants.rules import shard_gate_facts as facts
-from hp_invariants.rules.shard_gate_facts import ShardGateFacts, ShardGateIndex, mesh_receiver
+from hp_invariants.rules.shard_gate_facts import ShardGateIndex, mesh_receiver
 
-DEFAULT_CALLS = ("reset_sharded_param", "fully_shard", "register_fsdp_forward_method")
-DEFAULT_WRAPS = ("fully_shard",)
-DEFAULT_GATES = ("is_shard",)
-DEFAULT_WRAPPED_CLASSES = ("FSDPModule", "FullyShardedDataParallel")
-DEFAULT_QUANTITIES = (
-    "world_size",
-    "ws",
-    "(dp|fsdp|shard|dp_shard|data_parallel)_world_size",
-    "get_(dp_|fsdp_|shard_|data_parallel_)?world_size",
-    "(dp_)?shard(_mesh)?_(size|degree)",
-    "dp_shard",
-    "(num|n)_shards",
-    "fsdp_(size|degree)",
-    "data_parallel_shard_degree",
-    "(dp|data_parallel)_(size|degree)",
-    r"(fsdp|shard|dp_shard|dp|data_parallel|fsdp_shard)_mesh\.size",
-)
-DEFAULT_DEGREES = (
-    "(tp|cp|pp|ep|etp|sp|dp_replicate|dp_rep|replicate)(_world)?_(size|degree)",
-    "(tp|cp|pp|ep|etp|dp_replicate)",
-    "(tensor|context|pipeline|expert|sequence)_(model_)?parallel_(world_)?(size|degree)",
-    "get_(tensor|context|pipeline|expert|sequence)_(model_)?parallel_world_size",
-    r"(tp|cp|pp|ep|etp|sp|dp_replicate|replicate|tensor|context|pipeline|expert)_mesh\.size",
-)
+from hp_invariants.declarations import (DEFAULT_CALLS, ShardGatedResetDeclaration, DEFAULT_DEGREES, DEFAULT_GATES, DEFAULT_QUANTITIES,  # noqa: F401
+                                       DEFAULT_WRAPPED_CLASSES, DEFAULT_WRAPS)
 
 _SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _EXITS = EXITS
@@ -1550,7 +1528,7 @@ def _following(ctx, stmt: ast.stmt) -> list[ast.stmt]:
     return []
 
 
-class ShardGatedReset(Rule):
+class ShardGatedReset(ShardGatedResetDeclaration):
     """E9502: a must-always-run FSDP step (``reset_sharded_param``, ``fully_shard``) gated on shard degree.
 
     Input: a :class:`~hp_invariants.api.FileContext`; output: one finding per gated call, at the
@@ -1558,41 +1536,6 @@ class ShardGatedReset(Rule):
     The invariant comes from hyper-parallel issue 230 (item 2, ``TorchHSDPStateV2.lazy_init``).
     """
 
-    rule_id = "E9502"
-    symbol = "shard-gated-reset"
-    codemod_command = "RemoveShardGateCommand"
-    summary = "A must-always-run FSDP step (reset_sharded_param, fully_shard) skipped at shard degree 1"
-    msg = ("'%s()' runs only when shard-degree gate '%s' holds; at shard degree 1 (world size 1) it is skipped "
-           "(evidence: %s)")
-    description = (
-        "Used when a call that must run at every shard degree (reset_sharded_param, fully_shard) is "
-        "reached only when a shard-degree predicate holds (is_shard, world_size > 1, ...), directly, "
-        "through an alias or property, or after an early exit. At world size 1 the step is skipped: "
-        "parameters stay on the meta device and the leaf invariant is never established."
-    )
-    options = (
-        Option("unconditional-calls", "csv", DEFAULT_CALLS,
-               "Last names of calls that must run at every shard degree."),
-        Option("wrap-calls", "csv", DEFAULT_WRAPS,
-               "The unconditional-calls that create the sharded module (wraps): gated on the shard "
-               "degree, they are not reported when the code handles the unwrapped degree-1 path."),
-        Option("wrapped-classes", "csv", DEFAULT_WRAPPED_CLASSES,
-               "Classes of the modules a wrap makes: a step reached only when isinstance(obj, C) holds "
-               "for its module runs exactly where the wrap ran, so its degree gate is not reported."),
-        Option("shard-degree-gates", "csv", DEFAULT_GATES,
-               "Names (bare or attribute, not method calls) whose truth means shard degree > 1."),
-        Option("shard-degree-quantities", "regexp_csv", DEFAULT_QUANTITIES,
-               "Regexes for shard-degree quantities; comparing one with 1 is a gate."),
-        Option("parallel-degree-quantities", "regexp_csv", DEFAULT_DEGREES,
-               "Regexes for other parallel degrees (tp, cp, pp, ep, replicate): comparing one with 1 is "
-               "not a gate, but may join a shard-degree predicate in an 'or' (false at world size 1)."),
-    )
-    prefilter = DEFAULT_CALLS
-    prefilter_option = "unconditional-calls"
-    project_facts = facts.FUNCTION_FACTS
-    project_optional = True
-    prefilter_reads_project = True
-    repair_summary = "a shard-degree gate removed from a step that must run at every shard degree"
 
     def prefilter_record(self, data, options=None) -> str:
         """The must-run helper names of the project ``data`` (its closure under the configured

@@ -200,8 +200,9 @@ from typing import Iterator, Sequence
 from hp_invariants.astutil import (dotted_name, last_name, nodes_at_line, parent_map, qualified_scopes, scope_nodes,
                                    string_value)
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
-from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Option, Repair, RepairState, Rule
-from hp_invariants.rules.shard_gate_facts import FUNCTION_FACTS, may_name_project_module
+from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Repair, RepairState
+from hp_invariants.declarations import WrapOverlapHardRaiseDeclaration
+from hp_invariants.rules.shard_gate_facts import may_name_project_module
 
 WALK_METHODS = {
     # method name -> shape of each item: "module" (the submodule), "pair" ((name, submodule)),
@@ -346,7 +347,7 @@ def _unwrap_iter(node: ast.AST) -> tuple[ast.AST, bool]:
         return node, enumerated
 
 
-class WrapOverlapHardRaise(Rule):
+class WrapOverlapHardRaise(WrapOverlapHardRaiseDeclaration):
     """E9504 `wrap-overlap-hard-raise`: a submodule walk that raises on an already-wrapped submodule.
 
     Input: one parsed file (``ctx.tree``) and the options ``wrap-markers`` and ``wrapper-classes``.
@@ -356,31 +357,6 @@ class WrapOverlapHardRaise(Rule):
     submodule must all be wrappable.
     """
 
-    rule_id = "E9504"
-    symbol = "wrap-overlap-hard-raise"
-    codemod_command = "SkipWrappedSubmoduleCommand"
-    summary = "A submodule walk raises when a (possibly shared) submodule is already wrapped"
-    msg = (
-        "Raising when submodule '%s' of '%s' is already wrapped breaks legitimately shared submodules "
-        "(e.g. one rotary embedding shared by all decoder layers); %s (evidence: %s)"
-    )
-    description = (
-        "Used when a loop over .modules()/.named_modules()/.children()/.cells() (or any(...) over them) "
-        "raises because a walked submodule carries a wrap marker or is a wrapper instance. Submodules "
-        "shared between wrapped regions (a rotary embedding shared by all decoder layers) then make the "
-        "second wrap fail; skip them with 'continue' and check the root module itself outside the loop."
-    )
-    options = (
-        Option("wrap-markers", "regexp_csv", ("_is_wrapped", "_.*wrapped.*"),
-               "Attribute names marking a module as wrapped (regular expressions, whole-name match)."),
-        Option("wrapper-classes", "regexp_csv", (".*Wrap(per|ped).*",),
-               "Wrapper class names for isinstance(sub, W) (regular expressions on the last name component)."),
-    )
-    prefilter = ("modules", "children", "cells")
-    project_facts = FUNCTION_FACTS  # read only for a helper imported from another module of the project
-    project_optional = True
-    project_on_demand = True
-    repair_summary = "a `raise` in a submodule walk turned into a skip"
 
     # ------------------------------------------------------------------ entry point
     def check(self, ctx) -> Iterator[Finding]:

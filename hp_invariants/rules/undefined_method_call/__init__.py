@@ -226,7 +226,6 @@ from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_no
 from hp_invariants.rules.undefined_method_call.index import (
     CatalogEntry,
     ClassIndex,
-    ClassIndexFacts,
     ClassKey,
     Hierarchy,
     UNKNOWN,
@@ -238,7 +237,8 @@ from hp_invariants.rules.undefined_method_call.index import (
     summarize,
 )
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
-from hp_invariants.api import REPAIRED, REVERTED, Option, Repair, RepairState, Rule
+from hp_invariants.api import REPAIRED, REVERTED, Repair, RepairState
+from hp_invariants.declarations import UndefinedMethodCallDeclaration
 from hp_invariants.api import UNKNOWN as REPAIR_UNKNOWN
 
 ACCESSOR_PAIRS: dict[str, tuple[str, str, str]] = {
@@ -347,7 +347,7 @@ _HOOK_CALL = re.compile(r"_?(register|add)\w*_hook|\w*register_hook")
 """Callees registering hooks (``register_forward_hook(self.m)``, ``register_comm_hook(state, self.m)``)."""
 
 
-class UndefinedMethodCall(Rule):
+class UndefinedMethodCall(UndefinedMethodCallDeclaration):
     """E9503: a call of a method that no class of the receiver's MRO defines or assigns.
 
     Inputs: the file's tree and the project's :class:`~hp_invariants.rules.undefined_method_call.index.ClassIndex`
@@ -357,36 +357,6 @@ class UndefinedMethodCall(Rule):
     in ``type(obj).__mro__`` raises ``AttributeError``.
     """
 
-    rule_id = "E9503"
-    symbol = "undefined-method-call"
-    codemod_command = "AddEmbeddingAccessorsCommand"
-    summary = "Call of a method that no class of the receiver's MRO defines (AttributeError at run time)"
-    msg = "'%s' object has no attribute '%s': no class in its MRO defines or assigns it%s"
-    description = (
-        "Used when self.m(), cls.m(), super().m(), or a call on a receiver of precisely known class "
-        "names a method that no class of the MRO defines and no assignment creates; it raises "
-        "AttributeError at run time (hyper-parallel: Qwen3VLMoeModel.get_input_embeddings deleted "
-        "while forward still called it)."
-    )
-    options = (
-        Option("mixin-class-names", "regexp_csv", (".*Mixin.*",),
-               "Class names treated as mixins: no message when a project subclass defines the method."),
-        Option("member-adding-decorators", "regexp_csv",
-               ("add_metaclass", "with_metaclass", "s", "attrs", "define", "frozen", "mutable",
-                "make_lazy_class", "inherit_fields_from", "use_kernelized_func"),
-               "Class decorators (last name) that may add members; such classes are not checked."),
-        Option("device-backend-methods", "csv", ("npu", "mlu", "musa", "hpu", "dipu", "gcu", "sdaa", "maca"),
-               "Methods that out-of-tree device backends install on torch.nn.Module and torch.Tensor "
-               "(torch.utils.generate_methods_for_privateuse1_backend): taken as defined there."),
-        Option("unchecked-classes", "regexp_csv", (),
-               "Classes (simple or qualified name) whose method calls are never checked."),
-        Option("unchecked-modules", "regexp_csv", (r"(.*\.)?modular_[^.]*",),
-               "Modules (dotted name) never checked; default: transformers' modular_*.py templates, "
-               "which its modular converter rewrites (renaming attributes) and which are never run."),
-    )
-    prefilter = ("def",)
-    project_facts = ClassIndexFacts()
-    repair_summary = "a called method (re)added to its class"
 
     # ------------------------------------------------------------------ entry point
     def check(self, ctx) -> Iterator[Finding]:
@@ -420,15 +390,11 @@ class UndefinedMethodCall(Rule):
     # ------------------------------------------------------------------ history hooks
     def pin_repair(self, finding, before, after):
         """The called method a change (re)added to the class that ``finding`` reported (see the end of this module)."""
-        return _pin_repair(finding, before, after)
+        return _pin_repair(self.missing_member(finding), before, after)
 
     def repair_state(self, scope, detail):
         """Reverted when the class no longer defines the method."""
         return _repair_state(scope, detail)
-
-    def missing_member(self, finding):
-        """``(class, member)`` of the finding: its provenance is looked up in the class's history."""
-        return _missing_member(finding)
 
 
 def _may_report(view: ClassIndex, file_no: int, summary, text: str) -> bool:
@@ -1414,12 +1380,6 @@ def _store_targets(target: ast.AST, value: ast.AST | None, receiver: str, out: l
 
 
 # ---------------------------------------------------------------------- history hooks
-def _missing_member(finding: Finding) -> tuple[str, str] | None:
-    if len(finding.args) < 2 or " " in str(finding.args[1]):
-        return None
-    return str(finding.args[0]).split(".")[-1], str(finding.args[1])
-
-
 def _defines(cls: ast.ClassDef, name: str) -> bool:
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
@@ -1431,10 +1391,10 @@ def _defines(cls: ast.ClassDef, name: str) -> bool:
     return False
 
 
-def _pin_repair(finding: Finding, before: ast.Module, after: ast.Module) -> Repair | None:
-    """A called method (re)added to its class: a class of the finding's class name that lacks the
-    member before the change and defines it after (located as the class: the pin's key is the method)."""
-    member = _missing_member(finding)
+def _pin_repair(member: tuple[str, str] | None, before: ast.Module, after: ast.Module) -> Repair | None:
+    """A called method (re)added to its class: given ``member``, the ``(class name, method)`` of the
+    finding (:meth:`UndefinedMethodCall.missing_member`), a class of that name that lacks the method
+    before the change and defines it after (located as the class: the pin's key is the method)."""
     if member is None:
         return None
     class_name, method = member

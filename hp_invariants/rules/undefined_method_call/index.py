@@ -29,8 +29,9 @@ from typing import Iterable, NamedTuple, Optional, Sequence
 from hp_invariants import catalog as framework_catalog
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
                                    string_value, walk_nodes)
-from hp_invariants.api import KeyedTable, ListTable, Plain, ProjectFacts
+from hp_invariants.api import KeyedTable, ListTable, Plain
 from hp_invariants.catalog import CatalogEntry
+from hp_invariants.declarations import ClassIndexFactsDeclaration
 
 UNKNOWN = "?"
 """A base expression that cannot be named statically (``namedtuple(...)``, a local variable)."""
@@ -1704,11 +1705,10 @@ class DependencyRecord(NamedTuple):
     """The library releases the catalog answered for (:func:`hp_invariants.catalog.selection_key`)."""
 
 
-class ClassIndexFacts(ProjectFacts):
+class ClassIndexFacts(ClassIndexFactsDeclaration):
     """E9503's declaration of project-wide facts: one :class:`FileSummary` per file, and the
     :class:`ClassIndex` built from them (see :mod:`hp_invariants.project`)."""
 
-    key = "class-index"
     summary_type = FileSummary
 
     def summarize(self, tree: ast.Module, path: str) -> FileSummary:
@@ -1742,10 +1742,6 @@ class ClassIndexFacts(ProjectFacts):
         return ClassIndex.from_parts(parts)
 
     # ------------------------------------------------------------------ the results cache
-    def root_inputs(self, root: Path) -> str:
-        """The library ranges the project ``root`` declares (the catalog the index answers from)."""
-        return framework_catalog.ranges_text(framework_catalog.declared_ranges(root))
-
     def track(self, data: "ClassIndex") -> tuple["_TrackedIndex", "_Questions"]:
         """Return a view of the index that records every question E9503 asks of it."""
         questions = _Questions()
