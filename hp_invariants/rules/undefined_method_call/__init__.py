@@ -119,6 +119,17 @@ No message when:
 * the call is guarded: `hasattr(self, "m")` or `getattr(self, "m", ...)` in the same function,
   inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare),
   or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
+* the call sits in a private function or method (`_f`, not `__f__`) that nothing in the project
+  calls: no file reads the name (a call, a reference, `getattr(self, "_f")`, a handler table, a
+  string prefix such as `f"_on_{event}"`) outside private functions that are themselves never
+  called, it overrides no member of its bases (a framework may call that) and has no decorator but
+  pass-through ones (`staticmethod`, `property`, `no_grad`, `lru_cache`, ...): the project's code
+  never runs it (a public function stays checked: users may call it);
+* the module can never be imported: one of its unconditional top-level imports of the project
+  itself fails (`from pkg.mod import Name` where `pkg/mod.py` binds no `Name`, has no `*` import
+  and no module `__getattr__`; `import pkg.sub` where the package holds no file or folder `sub`
+  and the build files at the project root do not name it, as a compiled extension). Imports of
+  other libraries are never judged;
 * the class matches `unchecked-classes`.
 
 ## Why is this bad?
