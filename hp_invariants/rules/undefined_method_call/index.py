@@ -488,8 +488,9 @@ class _Summarizer:
                     text = node.value
                     if text.__class__ is str and text[:1] == "_" and len(text) < 80:
                         refs[text] = refs.get(text, 0) + 1
-                elif (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef) and node.name[:1] == "_":
-                    own_defs.append(node)
+                elif (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef) and node.name[:1] == "_" \
+                        and not (node.name.startswith("__") and node.name.endswith("__")):
+                    own_defs.append(node)  # a dunder (__enter__, __call__) is called by Python itself
                 continue
             elif kind is Assign or kind is AnnAssign:
                 value = node.value
