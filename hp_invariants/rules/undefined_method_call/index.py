@@ -474,9 +474,11 @@ class _Summarizer:
                 owner = dotted_name(value)
                 if owner and owner.split(".")[0] in ("self", "cls"):
                     continue  # the class's own members (see class_members)
-                if id(node) in inert and not (owner and owner[:1].isupper()) or node.attr == "__class__":
-                    continue  # data stored on an object (x.count = 0): it defines no method; see swapped
                 qual = qualify(value, imports) if owner else UNKNOWN
+                if id(node) in inert and qual == UNKNOWN or node.attr == "__class__":
+                    # data stored on an object (x.count = 0): it defines no method; see swapped. A
+                    # module-level name (Config.flag = 0) may be a class: that defines an attribute
+                    continue
                 if qual != UNKNOWN:
                     patched.add((_intern(qual), _intern(node.attr)))
                 elif value.__class__ is ast.Name:
