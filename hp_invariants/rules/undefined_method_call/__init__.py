@@ -119,6 +119,17 @@ No message when:
 * the call is guarded: `hasattr(self, "m")` or `getattr(self, "m", ...)` in the same function,
   inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare),
   or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
+* the call sits in a private function or method (`_f`, not `__f__`) that nothing in the project
+  calls: no file reads the name (a call, a reference, `getattr(self, "_f")`, a handler table, a
+  string prefix such as `f"_on_{event}"`) outside private functions that are themselves never
+  called, it overrides no member of its bases (a framework may call that) and has no decorator but
+  pass-through ones (`staticmethod`, `property`, `no_grad`, `lru_cache`, ...): the project's code
+  never runs it (a public function stays checked: users may call it);
+* the module can never be imported: one of its unconditional top-level imports of the project
+  itself fails (`from pkg.mod import Name` where `pkg/mod.py` binds no `Name`, has no `*` import
+  and no module `__getattr__`; `import pkg.sub` where the package holds no file or folder `sub`
+  and the build files at the project root do not name it, as a compiled extension). Imports of
+  other libraries are never judged;
 * the class matches `unchecked-classes`.
 
 ## Why is this bad?
@@ -380,12 +391,18 @@ class UndefinedMethodCall(UndefinedMethodCallDeclaration):
             summary = summarize(ctx.tree, module, is_package, nodes, functions)
             view = index.overlay(ctx.path, summary)
             file_no = view.file_index(ctx.path)
+        if view.unimportable(file_no):
+            return  # an import of the project itself always fails there: nothing in the module runs
         state = _State(ctx, self, view, file_no, summary.imports)
+        found = []
         for qual, class_node in nodes.items():
             if view.summary((file_no, qual)) is not None:
-                yield from state.check_class((file_no, qual), class_node)
-        yield from state.check_annotated(functions)
-        yield from state.check_wrapped(functions)
+                found.extend(state.check_class((file_no, qual), class_node))
+        found.extend(state.check_annotated(functions))
+        found.extend(state.check_wrapped(functions))
+        for finding in found:
+            if not _in_uncalled_private(view, file_no, ctx.tree, nodes, finding.obj):
+                yield finding
 
     # ------------------------------------------------------------------ history hooks
     def pin_repair(self, finding, before, after):
@@ -395,6 +412,44 @@ class UndefinedMethodCall(UndefinedMethodCallDeclaration):
     def repair_state(self, scope, detail):
         """Reverted when the class no longer defines the method."""
         return _repair_state(scope, detail)
+
+
+_PASS_THROUGH = frozenset({"staticmethod", "classmethod", "property", "cached_property", "abstractmethod",
+                           "no_grad", "inference_mode", "enable_grad", "lru_cache", "cache", "wraps"})
+"""Decorators that neither register nor expose a function under another name (a private function
+decorated otherwise, ``@app.route``, ``@registry.register``, ``@x.setter``, may be called without
+its name being read)."""
+
+
+def _in_uncalled_private(view: ClassIndex, file_no: int, tree: ast.Module, nodes: dict[str, ast.ClassDef],
+                         obj: str) -> bool:
+    """True when the finding's scope ``obj`` (``Cls._m``, ``_helper.<locals>.f``) lies in a private
+    function or method (``_f``, not ``__f__``) that nothing in the project calls
+    (:meth:`ClassIndex.private_live`), that is no override of a member of its bases (a framework
+    may call that) and has no decorator but :data:`_PASS_THROUGH`: the project's code never runs
+    it, so the line is reached by nothing (the panels' false kind: a private helper nothing calls).
+    A public function or method may be called by users: its findings stay."""
+    parts = obj.split(".")
+    for k, name in enumerate(parts):
+        owner = ".".join(parts[:k])
+        if k and owner not in nodes:
+            return False  # inside a function: the scope that decides was met before
+        body = nodes[owner].body if k else tree.body
+        func = next((s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name), None)
+        if func is None:
+            continue  # a class: look in it
+        if not name.startswith("_") or _dunder(name):
+            return False
+        for decorator in func.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if (dotted_name(target) or "").rsplit(".", 1)[-1] not in _PASS_THROUGH:
+                return False
+        if k:
+            hier = view.hierarchy((file_no, owner))
+            if hier.unknown or hier.dynamic or name in hier.inherited:
+                return False
+        return not view.private_live(name)
+    return False
 
 
 def _may_report(view: ClassIndex, file_no: int, summary, text: str) -> bool:

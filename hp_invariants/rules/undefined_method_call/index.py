@@ -132,6 +132,15 @@ class FileSummary(NamedTuple):
     carry what the original object held, members C does not define.
     ``stores`` leaves out stores of values that cannot be called (a literal, a container display, a
     comprehension, an f-string, a comparison): they define data, not a method E9503 could miss.
+    ``private_refs``: the private names (``_x``, not ``__x__``) the file reads, as a name, an
+    attribute or a string (``getattr(self, "_x")``, a handler table; a string ending in ``_`` stands
+    for every name it begins: ``f"_on_{event}"``), outside the bodies of private functions;
+    ``private_defs``: per private function (``def _f``, a method or not, innermost), the private
+    names read in its body other than its own (a recursion or ``super()._f()`` call does not call
+    it from elsewhere). See :meth:`ClassIndex.private_live`. ``required``: the qualified targets of
+    the module's unconditional top-level imports (``pkg.mod.name`` for ``from pkg.mod import name``,
+    ``pkg.mod`` for ``import pkg.mod``): what must exist for the module to import at all (see
+    :meth:`ClassIndex.unimportable`).
     """
 
     module: str
@@ -145,6 +154,9 @@ class FileSummary(NamedTuple):
     param_calls: tuple[tuple[str, str], ...] = ()
     flag_sets: frozenset[str] = frozenset()
     swapped: tuple[str, ...] = ()
+    private_refs: frozenset[str] = frozenset()
+    private_defs: tuple[tuple[str, frozenset[str]], ...] = ()
+    required: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------- module names
@@ -396,11 +408,16 @@ class _Summarizer:
             qual = qual if qual != UNKNOWN else UNKNOWN + simple
             uses.add(_intern(VALUE_USE + qual if value else qual))
 
+        refs: dict[str, int] = {}
+        own_defs: list[ast.AST] = []
         for node in walk_nodes(tree):  # parents before children (breadth-first)
             kind = node.__class__
             if kind is Name:  # the most frequent kind first (a third of all nodes)
-                if node.ctx.__class__ is not Load and id(node) not in skip:
-                    untyped.add(node.id)
+                if node.ctx.__class__ is not Load:
+                    if id(node) not in skip:
+                        untyped.add(node.id)
+                elif node.id[:1] == "_":
+                    refs[node.id] = refs.get(node.id, 0) + 1
             elif kind is Call:
                 func = node.func
                 name = func.id if func.__class__ is Name else func.attr if func.__class__ is Attribute else None
@@ -446,6 +463,8 @@ class _Summarizer:
                 if node.ctx.__class__ is not Store:
                     if node.attr == "__dict__" and value.__class__ is Name:
                         marks.append((node.lineno, value.id))
+                    elif node.attr[:1] == "_":
+                        refs[node.attr] = refs.get(node.attr, 0) + 1
                     continue
                 if value.__class__ is Name:
                     marks.append((node.lineno, value.id))
@@ -455,16 +474,25 @@ class _Summarizer:
                 owner = dotted_name(value)
                 if owner and owner.split(".")[0] in ("self", "cls"):
                     continue  # the class's own members (see class_members)
-                if id(node) in inert and not (owner and owner[:1].isupper()) or node.attr == "__class__":
-                    continue  # data stored on an object (x.count = 0): it defines no method; see swapped
                 qual = qualify(value, imports) if owner else UNKNOWN
+                if id(node) in inert and qual == UNKNOWN or node.attr == "__class__":
+                    # data stored on an object (x.count = 0): it defines no method; see swapped. A
+                    # module-level name (Config.flag = 0) may be a class: that defines an attribute
+                    continue
                 if qual != UNKNOWN:
                     patched.add((_intern(qual), _intern(node.attr)))
                 elif value.__class__ is ast.Name:
                     receivers.append((value.id, node.attr))
                 else:  # x.y.attr = ..., xs[0].attr = ..., f().attr = ...: an instance of unknown class
                     stores.add(("", _intern(node.attr)))
-            elif kind not in handled:  # Constant, keyword, Expr, BinOp ...: nothing to record
+            elif kind not in handled:  # Constant, keyword, Expr, BinOp ...: little to record
+                if kind is ast.Constant:
+                    text = node.value
+                    if text.__class__ is str and text[:1] == "_" and len(text) < 80:
+                        refs[text] = refs.get(text, 0) + 1
+                elif (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef) and node.name[:1] == "_" \
+                        and not (node.name.startswith("__") and node.name.endswith("__")):
+                    own_defs.append(node)  # a dunder (__enter__, __call__) is called by Python itself
                 continue
             elif kind is Assign or kind is AnnAssign:
                 value = node.value
@@ -565,7 +593,62 @@ class _Summarizer:
         return FileSummary(_intern(self.module), self.is_package, imports, tuple(self.star), classes,
                            frozenset(uses), tuple(sorted(p for p in patched if p[0] != UNKNOWN)),
                            tuple(sorted(stores)), tuple(sorted(param_calls)),
-                           frozenset(map(_intern, flag_sets)), tuple(sorted(swapped)))
+                           frozenset(map(_intern, flag_sets)), tuple(sorted(swapped)),
+                           *_private_refs(refs, own_defs), self.required(tree))
+
+    def required(self, tree: ast.Module) -> tuple[str, ...]:
+        """The targets of the unconditional top-level imports (see :class:`FileSummary`)."""
+        found: list[str] = []
+        for stmt in tree.body:
+            if stmt.__class__ is ast.Import:
+                found.extend(_intern(alias.name) for alias in stmt.names)
+            elif stmt.__class__ is ast.ImportFrom:
+                mod = self.import_target(stmt)
+                if mod:
+                    found.extend(_intern(f"{mod}.{alias.name}") for alias in stmt.names if alias.name != "*")
+        return tuple(found)
+
+
+def _is_prefix(text: str) -> bool:
+    """A string read as the start of names built at run time (``"_on_"`` in ``f"_on_{event}"``): it
+    ends in ``_`` and holds a letter (``"_"`` alone is a separator: ``"_".join``, ``split("_")``)."""
+    return text.endswith("_") and any(c.isalpha() for c in text)
+
+
+def _is_ref(node: ast.AST) -> str | None:
+    """The private name ``node`` reads (a name, an attribute, a string), else ``None``."""
+    kind = node.__class__
+    name = (node.id if kind is ast.Name and node.ctx.__class__ is ast.Load else node.attr if kind is ast.Attribute
+            and node.ctx.__class__ is not ast.Store else node.value if kind is ast.Constant and
+            node.value.__class__ is str and len(node.value) < 80 else None)
+    return name if name and name[:1] == "_" else None
+
+
+def _private_refs(refs: dict[str, int], own_defs: list[ast.AST]
+                  ) -> tuple[frozenset[str], tuple[tuple[str, frozenset[str]], ...]]:
+    """``(private_refs, private_defs)`` of :class:`FileSummary` from ``refs`` (private name -> how
+    often the file reads it) and the file's private functions ``own_defs``: each read inside a
+    private function (the innermost) is that function's, not the file's."""
+    refs = dict(refs)
+    private = {id(f) for f in own_defs}
+    defs: list[tuple[str, frozenset[str]]] = []
+    for func in own_defs:
+        inner: set[str] = set()
+        stack = list(ast.iter_child_nodes(func))
+        while stack:
+            node = stack.pop()
+            if id(node) in private:
+                continue  # a nested private function: its reads are its own
+            name = _is_ref(node)
+            if name is not None:
+                refs[name] = refs.get(name, 0) - 1
+                if name != func.name:
+                    inner.add(_intern(name))
+            stack.extend(ast.iter_child_nodes(node))
+        defs.append((_intern(func.name), frozenset(n for n in inner if not (n.startswith("__") and n.endswith("__")))))
+    outside = frozenset(_intern(n) for n, count in refs.items()
+                        if count > 0 and not (n.startswith("__") and n.endswith("__")))
+    return outside, tuple(defs)
 
 
 def decorator_adds(func: ast.AST) -> set[str]:
@@ -1125,6 +1208,9 @@ class ClassIndex:
         self._possible_memo: dict[ClassKey, list[ClassKey]] = {}
         self._patched: dict[str, set[str]] | None = None
         self._flag_sets: frozenset[str] | None = None
+        self._private_refs: tuple[frozenset[str], tuple[str, ...]] | None = None
+        self._unimportable: dict[int, str] = {}
+        self._build_text: str | None = None
         self._swapped: frozenset[str] | None = None
         self._catalog_patched: dict[str, set[str]] | None = None
         self._dependency_memo: dict[tuple, tuple] = {}  # question -> normal form, answer's text
@@ -1149,6 +1235,7 @@ class ClassIndex:
                 "modules": [f.module for f in files], "files": files, "patched": patched, "stores": stores,
                 "children": children, "name_children": name_children, "uses": uses,
                 "class_names": self._class_names, "flag_sets": sorted(self.flag_sets()),
+                "private_refs": sorted(self._private_table()[0]),
                 "swapped": sorted(self.swapped())}
 
     @classmethod
@@ -1167,6 +1254,8 @@ class ClassIndex:
         index._uses_by_name = parts["uses"]
         index._class_names = parts["class_names"]
         index._flag_sets = frozenset(parts["flag_sets"])
+        refs = frozenset(parts["private_refs"])
+        index._private_refs = (refs, tuple(sorted(r for r in refs if _is_prefix(r))))
         index._swapped = frozenset(parts["swapped"])
         return index
 
@@ -1436,6 +1525,99 @@ class ClassIndex:
         if self._flag_sets is None:
             self._flag_sets = frozenset().union(*(f.flag_sets for f in self.files))
         return self._flag_sets
+
+    def _private_table(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        if self._private_refs is None:
+            live = set().union(*(f.private_refs for f in self.files))
+            inner: dict[str, set[str]] = {}
+            for f in self.files:
+                for name, names in f.private_defs:
+                    inner.setdefault(name, set()).update(names)
+            prefixes = sorted(r for r in live if _is_prefix(r))
+            todo = [n for n in inner if n in live or any(n.startswith(p) for p in prefixes)]
+            while todo:  # what the live private functions read is live too
+                for name in inner.pop(todo.pop(), ()):
+                    if name not in live:
+                        live.add(name)
+                        if _is_prefix(name):
+                            prefixes.append(name)
+                            todo.extend(n for n in inner if n.startswith(name))
+                        if name in inner:
+                            todo.append(name)
+            self._private_refs = (frozenset(live), tuple(sorted(r for r in live if _is_prefix(r))))
+        return self._private_refs
+
+    def private_live(self, name: str) -> bool:
+        """True when a private function or method ``name`` may run: some file reads the name (a
+        call, a reference, a string; a string ending in ``_`` reads every name it begins: a name
+        built at run time) outside the private functions, or inside one that may run itself
+        (:class:`FileSummary` ``private_refs``, ``private_defs``). False: nothing in the project
+        calls it, so a finding in its body is not reached by the project's code (the panel's false
+        kind: a private helper nothing calls)."""
+        refs, prefixes = self._private_table()
+        return name in refs or any(name.startswith(p) for p in prefixes)
+
+    def unimportable(self, i: int) -> str:
+        """Why the module of file ``i`` can never be imported, or ``""``: one of its unconditional
+        top-level imports names a module of this project that the project does not hold (under a
+        project package that holds no file or folder of that name and whose build files do not
+        name it as an extension), or a name that the project module it imports from does not
+        bind (no such module-level name, no ``*`` import, no module ``__getattr__``, no submodule).
+        Nothing in such a module runs, so nothing in it is reported. Imports of other libraries
+        are never judged (their releases differ)."""
+        memo = self._unimportable
+        if i in memo:
+            return memo[i]
+        memo[i] = ""
+        for target in self.files[i].required:
+            reason = self._missing_import(target)
+            if reason:
+                memo[i] = reason
+                break
+        return memo[i]
+
+    def _missing_import(self, target: str) -> str:
+        parts = target.split(".")
+        top = self._by_module.get(parts[0])
+        if not top or not all(self.files[j].is_package for j in top):
+            return ""  # not a package of this project
+        for cut in range(len(parts), 0, -1):
+            holders = self._by_module.get(".".join(parts[:cut]))
+            if holders:
+                break
+        else:
+            return ""
+        if cut == len(parts):
+            return ""  # the module itself
+        module, name = ".".join(parts[:cut]), parts[cut]
+        for j in holders:
+            summary = self.files[j]
+            if name in summary.imports or summary.star or "__getattr__" in summary.imports:
+                return ""
+            if summary.is_package and self._may_be_built(self.paths[j], name):
+                return ""
+        return f"'{module}' has no '{name}'"
+
+    def _may_be_built(self, init_path: str, name: str) -> bool:
+        """True when the package of ``init_path`` may hold a module ``name`` this index does not show:
+        a file or folder of that name (a compiled extension, a stub, data), or the name in the
+        project's build files (an extension or generated module declared there)."""
+        folder = os.path.dirname(init_path)
+        try:
+            if any(entry.split(".")[0] == name for entry in os.listdir(folder)):
+                return True
+        except OSError:
+            return True
+        if self._build_text is None:
+            texts = []
+            for build in ("setup.py", "setup.cfg", "pyproject.toml", "CMakeLists.txt", "Makefile"):
+                try:
+                    with open(os.path.join(str(self.root), build), encoding="utf-8", errors="replace") as handle:
+                        texts.append(handle.read())
+                except OSError:
+                    continue
+            self._build_text = "\n".join(texts)
+        return name in self._build_text
 
     def mro_evidence(self, key: ClassKey, limit: int = 6) -> str:
         """The ancestry of a project class as a finding states it: each class with where it is
@@ -1730,6 +1912,7 @@ class ClassIndexFacts(ClassIndexFactsDeclaration):
         "uses": KeyedTable[list[tuple[int, str]]],
         "class_names": dict[str, int],
         "flag_sets": list[str],
+        "private_refs": list[str],
         "swapped": list[str],
     }
 
@@ -1804,7 +1987,7 @@ _ONLY_STR = frozenset({str})
 # ---------------------------------------------------------------------- what a file's findings depend on
 _TRACKED = ("resolve", "summary", "hierarchy", "class_name", "constructed", "patched_members",
             "decorator_adds", "subclasses", "possible_subclasses", "used", "stored", "stored_on_catalog",
-            "is_test", "flag_set", "mro_evidence")
+            "is_test", "flag_set", "mro_evidence", "private_live", "unimportable")
 """The :class:`ClassIndex` questions E9503 asks while checking a file: its findings are a function of
 the file's tree, its options and these answers (plus the bundled catalog, which the cache's version
 tag covers, read for the library releases the project's declared ranges admit: the record's ``catalog``)."""
