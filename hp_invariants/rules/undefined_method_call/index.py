@@ -20,7 +20,7 @@ import builtins
 import json
 import os
 import sys
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -408,7 +408,7 @@ class _Summarizer:
             qual = qual if qual != UNKNOWN else UNKNOWN + simple
             uses.add(_intern(VALUE_USE + qual if value else qual))
 
-        refs: dict[str, int] = {}
+        refs: list[tuple[str, int]] = []  # (private name read, line)
         own_defs: list[ast.AST] = []
         for node in walk_nodes(tree):  # parents before children (breadth-first)
             kind = node.__class__
@@ -417,7 +417,7 @@ class _Summarizer:
                     if id(node) not in skip:
                         untyped.add(node.id)
                 elif node.id[:1] == "_":
-                    refs[node.id] = refs.get(node.id, 0) + 1
+                    refs.append((node.id, node.lineno))
             elif kind is Call:
                 func = node.func
                 name = func.id if func.__class__ is Name else func.attr if func.__class__ is Attribute else None
@@ -464,7 +464,7 @@ class _Summarizer:
                     if node.attr == "__dict__" and value.__class__ is Name:
                         marks.append((node.lineno, value.id))
                     elif node.attr[:1] == "_":
-                        refs[node.attr] = refs.get(node.attr, 0) + 1
+                        refs.append((node.attr, node.lineno))
                     continue
                 if value.__class__ is Name:
                     marks.append((node.lineno, value.id))
@@ -489,7 +489,7 @@ class _Summarizer:
                 if kind is ast.Constant:
                     text = node.value
                     if text.__class__ is str and text[:1] == "_" and len(text) < 80:
-                        refs[text] = refs.get(text, 0) + 1
+                        refs.append((text, node.lineno))
                 elif (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef) and node.name[:1] == "_" \
                         and not (node.name.startswith("__") and node.name.endswith("__")):
                     own_defs.append(node)  # a dunder (__enter__, __call__) is called by Python itself
@@ -615,40 +615,34 @@ def _is_prefix(text: str) -> bool:
     return text.endswith("_") and any(c.isalpha() for c in text)
 
 
-def _is_ref(node: ast.AST) -> str | None:
-    """The private name ``node`` reads (a name, an attribute, a string), else ``None``."""
-    kind = node.__class__
-    name = (node.id if kind is ast.Name and node.ctx.__class__ is ast.Load else node.attr if kind is ast.Attribute
-            and node.ctx.__class__ is not ast.Store else node.value if kind is ast.Constant and
-            node.value.__class__ is str and len(node.value) < 80 else None)
-    return name if name and name[:1] == "_" else None
-
-
-def _private_refs(refs: dict[str, int], own_defs: list[ast.AST]
+def _private_refs(refs: list[tuple[str, int]], own_defs: list[ast.AST]
                   ) -> tuple[frozenset[str], tuple[tuple[str, frozenset[str]], ...]]:
-    """``(private_refs, private_defs)`` of :class:`FileSummary` from ``refs`` (private name -> how
-    often the file reads it) and the file's private functions ``own_defs``: each read inside a
-    private function (the innermost) is that function's, not the file's."""
-    refs = dict(refs)
-    private = {id(f) for f in own_defs}
-    defs: list[tuple[str, frozenset[str]]] = []
-    for func in own_defs:
-        inner: set[str] = set()
-        stack = list(ast.iter_child_nodes(func))
-        while stack:
-            node = stack.pop()
-            if id(node) in private:
-                continue  # a nested private function: its reads are its own
-            name = _is_ref(node)
-            if name is not None:
-                refs[name] = refs.get(name, 0) - 1
-                if name != func.name:
-                    inner.add(_intern(name))
-            stack.extend(ast.iter_child_nodes(node))
-        defs.append((_intern(func.name), frozenset(n for n in inner if not (n.startswith("__") and n.endswith("__")))))
-    outside = frozenset(_intern(n) for n, count in refs.items()
-                        if count > 0 and not (n.startswith("__") and n.endswith("__")))
-    return outside, tuple(defs)
+    """``(private_refs, private_defs)`` of :class:`FileSummary` from ``refs`` (each private name the
+    file reads, with its line) and the file's private functions ``own_defs``: a read on a line of a
+    private function's body belongs to the innermost such function, not to the file (found by line
+    spans: no second walk of the tree)."""
+    dunder = _dunder_name
+    if not own_defs:
+        return frozenset(_intern(n) for n, _ in refs if not dunder(n)), ()
+    spans = sorted((f.body[0].lineno, f.end_lineno or f.body[-1].lineno, i) for i, f in enumerate(own_defs))
+    starts = [span[0] for span in spans]
+    inner: list[set[str]] = [set() for _ in own_defs]
+    outside: set[str] = set()
+    for name, line in refs:
+        k = bisect_right(starts, line) - 1
+        while k >= 0 and spans[k][1] < line:  # the latest body that starts before the line and holds it
+            k -= 1
+        if k < 0:
+            outside.add(name)
+        elif name != own_defs[spans[k][2]].name:
+            inner[spans[k][2]].add(name)
+    defs = tuple((_intern(f.name), frozenset(_intern(n) for n in names if not dunder(n)))
+                 for f, names in zip(own_defs, inner))
+    return frozenset(_intern(n) for n in outside if not dunder(n)), defs
+
+
+def _dunder_name(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
 
 def decorator_adds(func: ast.AST) -> set[str]:
