@@ -163,7 +163,7 @@ class HpInvariantsChecker(BaseRawFileChecker):
         try:
             settings = self._settings(node.file)
         except ConfigError as exc:
-            self.add_message("F9500", line=1, node=node, args=(f"configuration error: {exc}",))
+            self._config_error(node, f"configuration error: {exc}")
             return
         if not settings.rules:
             return
@@ -191,6 +191,16 @@ class HpInvariantsChecker(BaseRawFileChecker):
                 end_lineno=finding.end_line,
                 end_col_offset=finding.end_col,
             )
+
+
+    def _config_error(self, node: "nodes.Module", text: str) -> None:
+        """Report an invalid ``[tool.hp-invariants]`` table as ``F9500``, turned on when it was off
+        (a configuration error is fatal, as pylint's own option errors and the CLI's exit 2 are): a
+        run that enables only the rule messages (``--disable=all --enable=E9502``) must not pass
+        with every check silently off."""
+        if not self.linter.is_message_enabled("F9500"):
+            self.linter.enable("F9500")
+        self.add_message("F9500", line=1, node=node, args=(text,))
 
 
 class _LazyResolver:

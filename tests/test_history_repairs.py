@@ -94,6 +94,21 @@ def test_provenance_of_a_method_renamed_in_a_base_class_of_another_file(repo):
     assert finding["fix"] is None  # the class is in another file: nothing to rewrite here
 
 
+def test_provenance_names_a_rename_to_a_longer_name_holding_the_old_one(repo):
+    """``process`` -> ``process_batch``: the old name stays a substring of the new one, so counting
+    the text (``git log -S process``) sees no change; whole identifiers are counted instead."""
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/collate.py", "class Collator:\n    def process(self, batch):\n        return batch\n\n"
+                                 "    def __call__(self, batch):\n        return self.process(batch)\n\n\n"
+                                 "COLLATE = Collator()\n")
+    repo.commit("collator")
+    repo.write("pkg/collate.py", repo.read("pkg/collate.py").replace("def process(", "def process_batch("))
+    rename = repo.commit("Rename process to process_batch")
+    (finding,) = repo.check("pkg")[1]
+    assert f"renamed to 'process_batch' in {rename[:7]} 'Rename process to process_batch'" in finding["message"]
+    assert finding["fix"]["message"] == f"use 'process_batch' (renamed in {rename[:7]})"
+
+
 def test_a_method_deleted_then_another_added_is_not_a_rename(repo):
     repo.write("pkg/m.py", "class Model:\n    def embed(self, x):\n        return x * 2\n\n"
                            "    def forward(self, x):\n        return self.embed(x)\n\n\nMODEL = Model()\n")

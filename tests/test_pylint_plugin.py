@@ -55,6 +55,17 @@ def test_options_from_pylintrc_and_pyproject(tmp_path: Path):
     assert [m["symbol"] for m in messages] == ["shard-gated-reset"]
 
 
+def test_an_invalid_configuration_fails_the_run_even_with_only_rule_messages_enabled(tmp_path: Path):
+    """A bad ``[tool.hp-invariants]`` table is fatal, as in the CLI (exit 2): with only the rule
+    messages enabled the plugin used to report nothing and pylint passed with every check off."""
+    (tmp_path / "m.py").write_text(GATED)
+    for table in ("select = 5\n", "bogus-key = 1\n"):
+        (tmp_path / "pyproject.toml").write_text("[tool.hp-invariants]\n" + table)
+        code, messages = _pylint(tmp_path, "m.py")  # --disable=all --enable=E9501,...,E9504
+        assert code & 1 and [m["message-id"] for m in messages] == ["F9500"]
+        assert "pyproject.toml [tool.hp-invariants]" in messages[0]["message"]
+
+
 def test_disabled_messages_do_no_work(tmp_path: Path):
     (tmp_path / "m.py").write_text(GATED)
     proc = subprocess.run(

@@ -8,6 +8,7 @@ git missing. Nothing here writes to the repository or to git's configuration.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,12 +219,17 @@ class FileChange:
     new_path: str | None
 
 
-def log_file_pickaxe(text: str, path: str, root: str | os.PathLike[str], limit: int = 50) -> list[FileChange]:
+def log_file_pickaxe(text: str, path: str, root: str | os.PathLike[str], limit: int = 50,
+                     word: bool = False) -> list[FileChange]:
     """The commits (newest first, at most ``limit``) that change the number of occurrences of
     ``text`` in the file ``path`` (repo-relative), following the file across renames
-    (``git log --follow -S``). When git stops part-way (an object missing from a partial clone), the
-    commits it listed before are returned; raises :class:`GitError` only when git is missing."""
-    out = run_git(["log", "--follow", f"-S{text}", f"-n{limit}", "--format=%x01%H%x00%P%x00%s%x00%ad",
+    (``git log --follow -S``); with ``word``, occurrences of ``text`` as a whole identifier only
+    (``process`` is not counted inside ``process_batch``: a rename to a longer name keeps the
+    substring's count, so plain ``-S`` never finds it). When git stops part-way (an object missing
+    from a partial clone), the commits it listed before are returned; raises :class:`GitError`
+    only when git is missing."""
+    pickaxe = [f"-S(^|[^A-Za-z0-9_]){re.escape(text)}([^A-Za-z0-9_]|$)", "--pickaxe-regex"] if word else [f"-S{text}"]
+    out = run_git(["log", "--follow", *pickaxe, f"-n{limit}", "--format=%x01%H%x00%P%x00%s%x00%ad",
                    "--date=short", "--name-status", "-z", "--", path], root, check=False)
     changes = []
     for chunk in out.split("\x01")[1:]:

@@ -241,7 +241,7 @@ def member_history(root: Path, path: str, class_name: str, member: str) -> Prove
     class ``class_name`` has ``member`` and whose own class lacks it, as a :class:`Provenance`
     (renamed or deleted); ``None`` when the history has none (or git cannot read it)."""
     try:
-        changes = git.log_file_pickaxe(member, path, root, _MAX_COMMITS)
+        changes = git.log_file_pickaxe(member, path, root, _MAX_COMMITS, word=True)
     except git.GitError:
         return None
     for index, change in enumerate(changes):
