@@ -47,7 +47,11 @@ FUNCTION_FACTS = ShardGateFactsDeclaration()
 E9504): one build, one cache entry per project."""
 
 CLASS_INDEX_FACTS = ClassIndexFactsDeclaration()
-"""E9503's ``Rule.project_facts``."""
+"""E9503's ``Rule.project_facts``; also what the pipeline asks of every file with findings (whether its
+module can be imported at all: :func:`hp_invariants.engine.never_imported`), whatever rules are on."""
+
+PROJECT_FACTS = (FUNCTION_FACTS, CLASS_INDEX_FACTS)
+"""Every kind of project facts of the bundled rules (a cached result may depend on any of them)."""
 
 
 # ---------------------------------------------------------------------- E9502's option defaults

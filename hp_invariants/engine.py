@@ -49,6 +49,26 @@ def parse(source: SourceFile) -> ast.Module:
             raise newsyntax.explain(source.text, exc, source.path) from None
 
 
+def never_imported(project: Any, path: str) -> str:
+    """Why the module at ``path`` can never be imported, or ``""``: one of its unconditional top-level
+    imports of the project itself always fails (see
+    :meth:`hp_invariants.rules.undefined_method_call.index.ClassIndex.unimportable`; read from the
+    project's class index, E9503's facts, built on first use whatever rules are enabled). Nothing in
+    such a module runs, so no rule reports in it: every finding is a claim about what happens when the
+    code runs (issue #23, "a finding is reported only when the code fails at run time in some reachable
+    configuration"). ``project``: the session's project or the results cache's tracking view of it
+    (the question is then a dependency of the file's cached results). Asked only of a file with
+    findings. Raises nothing for a file outside the index (``""``)."""
+    from hp_invariants.declarations import CLASS_INDEX_FACTS  # noqa: PLC0415 - light; only for a file with findings
+
+    try:
+        index = project.data(CLASS_INDEX_FACTS, path)
+    except ValueError:  # not in a project
+        return ""
+    i = index.file_index(path)
+    return index.unimportable(i) if i is not None else ""
+
+
 def dead_worker_problem(path: str) -> FileProblem:
     """The problem of a file whose worker process died (OOM killer, a signal) before it returned."""
     return FileProblem("F0002", "analysis-error", path, 1, 0,
@@ -104,7 +124,9 @@ class Session:
         asks for it. A rule's exception, a parse error included, propagates (callers report it per
         file). ``project``: what rules read project facts from (default: the session's project).
         ``deferred``: an early analysis (:meth:`_early`): a rule that asks for its project facts
-        (:class:`~hp_invariants.api.ProjectFactsDeferred`) is appended to it, its findings dropped."""
+        (:class:`~hp_invariants.api.ProjectFactsDeferred`) is appended to it, its findings dropped.
+        With a project, a module that can never be imported gets no findings (:func:`never_imported`;
+        for an early analysis the check that takes its findings asks)."""
         project = self.project if project is None else project
         ctx = FileContext(source, tree, settings.options, project, parse=lambda: parse(source),
                           early=deferred is not None)
@@ -121,6 +143,8 @@ class Session:
                 deferred.append(rule)
                 continue
             findings.extend(found)
+        if findings and project is not None and deferred is None and never_imported(project, source.path):
+            return []  # an early analysis's findings are judged so by the check that takes them (_check)
         findings.sort(key=Finding.sort_key)
         return findings
 
@@ -230,6 +254,8 @@ class Session:
             return result
         if early:
             findings = sorted(early + findings, key=Finding.sort_key)
+            if never_imported(self.project if tracking is None else tracking, path):
+                findings = []
         result.findings = self.suppress(source, findings, settings)
         return result
 

@@ -1828,6 +1828,10 @@ class ResultsCache:
 
     def _deps_valid(self, path: str, digest: bytes, settings: Settings, deps: dict[str, _Dependency]) -> bool:
         facts_by_key = {r.project_facts.key: r.project_facts for r in settings.rules if r.project_facts is not None}
+        from hp_invariants.declarations import PROJECT_FACTS  # noqa: PLC0415 - light (imports api only)
+
+        for facts in PROJECT_FACTS:  # the pipeline asks CLASS_INDEX_FACTS of any file with findings
+            facts_by_key.setdefault(facts.key, facts)
         for key, dep in deps.items():
             facts = facts_by_key.get(key)
             if facts is None:

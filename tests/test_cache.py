@@ -646,6 +646,25 @@ def test_results_follow_a_helper_that_becomes_must_run_in_another_file(tmp_path)
     assert session.results.stats == {"hits": 1, "misses": 2}
 
 
+@pytest.mark.parametrize("extra", [(), ("--ignore", "E9503")])
+def test_results_follow_whether_the_module_can_be_imported(tmp_path, extra):
+    # every rule is silent in a module whose import of the project always fails (engine.never_imported,
+    # asked of E9503's class index even when E9503 is off): the cached results of that module depend on
+    # the module it imports from, so adding or removing the name there re-checks it
+    view = "def reset(param, t):\n    param._local_tensor = t.narrow(0, 0, 1)\n"
+    root = _tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/base.py": "def mesh_of(m):\n    return m\n",
+                                     "pkg/shard.py": "from pkg.base import mesh_for\n\n\n" + view})
+    cache = tmp_path / "cache"
+    assert _check(root, cache, *extra) == (0, [])
+    assert _check(root, cache, *extra) == (0, [])  # served from the cache
+    (root / "pkg" / "base.py").write_text("def mesh_of(m):\n    return m\n\n\nmesh_for = mesh_of\n")
+    code, findings = _check(root, cache, *extra)
+    assert (code, findings) == _check(root, tmp_path / "fresh", *extra)  # as a run without any cache says
+    assert code == 1 and [(f["id"], f["line"]) for f in findings] == [("E9501", 5)]
+    (root / "pkg" / "base.py").write_text("def mesh_of(m):\n    return m\n")
+    assert _check(root, cache, *extra) == (0, [])
+
+
 # ---------------------------------------------------------------------- built objects, entry by entry
 def test_table_views_answer_as_the_built_object(tmp_path):
     """A built object's table parts come back as views that read, check and decode each entry when

@@ -72,6 +72,9 @@ base that is the parameter's own tensor (it may require grad), a base fresh on o
 `requires_grad=True` base, or no proof of the receiver's class keep the finding
 (`wrapper_leaf_fresh_base`, `wrapper_leaf_fresh_base_ok`).
 
+Nothing is reported in a module that can never be imported (an import of the project itself
+always fails there: the pipeline's rule for every rule, `unimportable_module`).
+
 Only stores into a *parameter's* local tensor are the invariant. A gradient or a buffer is never an
 optimizer leaf, so a view of a flat reduce-scatter or buffer storage is how such DTensors are
 normally built. A store is skipped when its receiver is evidently one: it is reached through an

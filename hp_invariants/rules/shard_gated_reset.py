@@ -163,6 +163,8 @@ The call is gated when it sits
 
 No message for:
 
+* a module that can never be imported (an import of the project itself always fails there:
+  the pipeline's rule for every rule, `unimportable_module`);
 * a gated wrap (`wrap-calls`) whose degree-1 path the code handles explicitly: one branch of a
   dispatch, a function that tests the same degree again with a degree-1 branch, or a method of its
   class that dispatches on that degree (see "Wrap steps

@@ -76,6 +76,8 @@ mark (a precondition), a caught raise, a stack of things that are not submodules
 
 No message for:
 
+* a module that can never be imported (an import of the project itself always fails there:
+  the pipeline's rule for every rule, `unimportable_module`);
 * a check of the root module itself (`if getattr(module, "_is_wrapped", False): raise` outside the
   walk, or inside it under `if sub is module:` / `if name == "":`, or after
   `if sub is not module: continue`): refusing to wrap the same module twice is legitimate;
