@@ -182,11 +182,17 @@ def cmd_check(args: argparse.Namespace) -> int:
         fixable = sum(1 for f in findings if f.fix and f.fix.applicability.value == "safe")
         files = len({f.path for f in findings})
         summary = f"Found {len(findings)} finding(s) in {files} file(s), {len(result.files)} checked"
+        unsafe = sum(1 for f in findings if f.fix and f.fix.applicability.value == "unsafe")
         if fixable:
             summary += f"; {fixable} fixable with `hp-invariants fix`"
+        if unsafe:
+            summary += f"; {unsafe} more with `hp-invariants fix --unsafe-fixes` (review them)"
         if problems:
             summary += f"; {len(problems)} could not be checked"
         print(summary + ".", file=sys.stderr)
+        if not result.files and not problems:
+            print("hp-invariants: warning: no Python files to check under the given paths "
+                  "(all excluded, or none there)", file=sys.stderr)
     history_cli.print_notes(history)
     exit_code = history.exit_code(problems) if history else result.exit_code
     if args.exit_zero and exit_code == 1:

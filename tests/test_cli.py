@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -355,11 +356,25 @@ def test_force_exclude_applies_to_named_files(project: Path):
     (project / "third_party" / "vendored.py").write_text(GATED)
     named = str(project / "third_party" / "vendored.py")
     assert run_cli("check", named)[0] == 1
-    assert run_cli("check", "--force-exclude", named)[:2] == (0, "")
+    code, out, err = run_cli("check", "--force-exclude", named)
+    assert (code, out) == (0, "") and "warning: no Python files to check" in err  # said, as ruff says it
     (project / "pyproject.toml").write_text(
         '[tool.hp-invariants]\nextend-exclude = ["third_party"]\nforce-exclude = true\n')
     assert run_cli("check", named)[:2] == (0, "")
     assert run_cli("fix", named)[0] == 0 and (project / "third_party" / "vendored.py").read_text() == GATED
+
+
+def test_summary_counts_unsafe_fixes_apart(tmp_path: Path):
+    """The text summary says how many findings only ``fix --unsafe-fixes`` would fix (a new user read
+    "1 finding" with no fix offered and did not know one existed)."""
+    mixed = REPO / "tests" / "fixtures" / "local-tensor-view-not-detached" / "codemod" / "mixed_safe_unsafe.in.py"
+    (tmp_path / "pyproject.toml").write_text("")
+    shutil.copy(mixed, tmp_path / "m.py")
+    code, _, err = run_cli("check", str(tmp_path / "m.py"))
+    assert code == 1
+    assert "2 finding(s)" in err and "; 1 fixable with `hp-invariants fix`;" in err
+    assert "1 more with `hp-invariants fix --unsafe-fixes`" in err
+    assert "warning" not in err
 
 
 def test_negative_jobs_is_a_usage_error(project: Path):
