@@ -119,6 +119,16 @@ No message when:
 * the call is guarded: `hasattr(self, "m")` or `getattr(self, "m", ...)` in the same function,
   inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare),
   or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
+* the call runs only under a state of the receiver that no instance lacking the method can be in:
+  a flag that must be truthy (`if self.flag:`, `self.flag and self.m()`, an early
+  `if not self.flag: return`) while every assignment of it in the class and its ancestors is a falsy
+  constant (`flag = False`, `self.flag = None`), or a class tag that must equal a constant
+  (`if self.kind == "fused":`, `in ("a", "b")`, an early `if self.kind != "fused": return`) that
+  the class and its ancestors never hold (each assigns it one other literal constant); in both
+  cases nothing in the project stores the name on an object from outside (`module.flag = True`,
+  `setattr`), no framework base has it, and every project subclass that may hold the value
+  defines the method (the template method selected by a flag or a tag: `flag_never_on`,
+  `class_tag_guard`);
 * the call sits in a private function or method (`_f`, not `__f__`) that nothing in the project
   calls: no file reads the name (a call, a reference, `getattr(self, "_f")`, a handler table, a
   string prefix such as `f"_on_{event}"`) outside private functions that are themselves never
@@ -647,10 +657,46 @@ class _State:
         ``name`` itself. The branch is dead on the class's own instances: reaching it needs a
         configuration the code base never makes (gradient-checkpointing branches copied into a port
         whose flag is only ever ``False``)."""
-        for flag in _required_flags(self.ctx, anchor, method, receiver):
-            if self.flag_never_on(key, hier, flag, name):
+        for flag, values in _required_flags(self.ctx, anchor, method, receiver):
+            if self.flag_never_on(key, hier, flag, name) if values is None else \
+                    self.tag_never_matches(key, hier, flag, values, name):
                 return True
         return False
+
+    def tag_never_matches(self, key: ClassKey, hier: Hierarchy, tag: str, values: frozenset[str], name: str) -> bool:
+        """True when the use runs only while ``self.<tag>`` equals one of ``values`` (reprs of truthy
+        literal constants: ``if self.kind == "fused":``, ``in ("a", "b")``, an early ``return`` under
+        ``!=``) and no instance lacking ``name`` can hold such a value: the class and its ancestors set
+        the tag (class-level or ``self.tag = ...``) only to other constants, nothing in the project
+        stores it from outside (:meth:`ClassIndex.flag_sets`), no framework base has it, and every
+        project subclass whose classes set a matching (or unknown) value defines ``name`` (the
+        template method selected by a class tag: only the subclass that provides the hook sets the tag
+        that reaches it)."""
+        view = self.view
+        if tag not in hier.members or tag == name or view.flag_set(tag):
+            return False
+        if any(tag in view.catalog[c].members for c in hier.catalog if c in view.catalog):
+            return False
+        for k in (key, *hier.ancestors):
+            summary = view.summary(k)
+            if summary is None:
+                return False
+            if tag in summary.members and dict(summary.tags).get(tag, values and next(iter(values))) in values:
+                return False  # the class's own instances (or an ancestor's value) may match
+        line = {key, *hier.ancestors}
+        for sub in view.possible_subclasses(key):
+            sub_hier = view.hierarchy(sub)
+            if name in sub_hier.members and not (sub_hier.unknown or sub_hier.dynamic):
+                continue
+            if sub_hier.unknown or sub_hier.dynamic or any(
+                    tag in view.catalog[c].members for c in sub_hier.catalog if c in view.catalog):
+                return False
+            for k in (sub, *(a for a in sub_hier.ancestors if a not in line)):
+                summary = view.summary(k)
+                if summary is None or tag in summary.members and \
+                        dict(summary.tags).get(tag, next(iter(values))) in values:
+                    return False  # a subclass lacking the member may carry a matching tag
+        return True
 
     def flag_never_on(self, key: ClassKey, hier: Hierarchy, flag: str, name: str) -> bool:
         """See :meth:`unreachable`."""
@@ -1266,14 +1312,28 @@ def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None
         isinstance(second, ast.Name) and second.id == receiver
 
 
-def _required_flags(ctx, anchor: ast.AST, method: ast.AST, receiver: str) -> list[str]:
-    """The attributes of ``receiver`` that must be truthy for ``anchor`` to run: the conditions of
-    the ``if``/``while``/conditional expression branches and ``and``/``or`` operands around it,
-    up to ``method`` (``if not self.flag: ... else: <anchor>`` counts; an early ``return`` does not)."""
-    flags: list[str] = []
+def _required_flags(ctx, anchor: ast.AST, method: ast.AST, receiver: str) -> list[tuple[str, frozenset[str] | None]]:
+    """What must hold of attributes of ``receiver`` for ``anchor`` to run, as ``(attribute, None)``
+    (truthy) or ``(attribute, values)`` (equal to one of ``values``, reprs of truthy literal
+    constants): the conditions of the ``if``/``while``/conditional expression branches and
+    ``and``/``or`` operands around it, up to ``method`` (``if not self.flag: ... else: <anchor>``
+    counts), and early exits before it in an enclosing block (``if not self.flag: return``, or
+    ``raise``/``continue``/``break``, with no ``else``)."""
+    flags: list[tuple[str, frozenset[str] | None]] = []
     child: ast.AST = anchor
     for anc in ctx.ancestors(anchor):
         kind = anc.__class__
+        if isinstance(child, ast.stmt):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(anc, field, None)
+                if block.__class__ is list and any(child is stmt for stmt in block):
+                    for stmt in block:
+                        if stmt is child:
+                            break
+                        if stmt.__class__ is ast.If and not stmt.orelse and stmt.body and \
+                                stmt.body[-1].__class__ in _EARLY_EXITS:
+                            _flags_of(stmt.test, False, receiver, flags)
+                    break
         if kind is ast.If or kind is ast.While:
             if any(child is stmt for stmt in anc.body):
                 _flags_of(anc.test, True, receiver, flags)
@@ -1293,8 +1353,14 @@ def _required_flags(ctx, anchor: ast.AST, method: ast.AST, receiver: str) -> lis
     return flags
 
 
-def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list[str]) -> None:
-    """Append to ``out`` each ``receiver.<flag>`` that ``test`` being ``truth`` requires truthy."""
+_EARLY_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list) -> None:
+    """Append to ``out`` what ``test`` being ``truth`` requires of ``receiver``'s attributes:
+    ``(flag, None)`` for a truthy ``receiver.<flag>``, ``(tag, values)`` for ``receiver.<tag>`` equal
+    to one of ``values`` (``==``/``in`` true, ``!=``/``not in`` false; truthy literal constants only,
+    as reprs)."""
     kind = test.__class__
     if kind is ast.UnaryOp and test.op.__class__ is ast.Not:
         _flags_of(test.operand, not truth, receiver, out)
@@ -1303,7 +1369,22 @@ def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list[str]) -> None
             for value in test.values:
                 _flags_of(value, truth, receiver, out)
     elif truth and kind is ast.Attribute and test.value.__class__ is ast.Name and test.value.id == receiver:
-        out.append(test.attr)
+        out.append((test.attr, None))
+    elif kind is ast.Compare and len(test.ops) == 1:
+        op = test.ops[0].__class__
+        if op not in (ast.Eq, ast.NotEq, ast.In, ast.NotIn) or truth != (op in (ast.Eq, ast.In)):
+            return
+        left, right = test.left, test.comparators[0]
+        if op in (ast.Eq, ast.NotEq) and right.__class__ is ast.Attribute:
+            left, right = right, left
+        if not (left.__class__ is ast.Attribute and left.value.__class__ is ast.Name and left.value.id == receiver):
+            return
+        items = right.elts if op in (ast.In, ast.NotIn) and right.__class__ in (ast.Tuple, ast.List, ast.Set) \
+            else [right] if op in (ast.Eq, ast.NotEq) else None
+        if not items or any(i.__class__ is not ast.Constant or not isinstance(i.value, (str, int, float, bool))
+                            or not i.value for i in items):
+            return
+        out.append((left.attr, frozenset(repr(i.value) for i in items)))
 
 
 ARGUMENT_PRESERVING = frozenset({

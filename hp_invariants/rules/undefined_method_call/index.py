@@ -79,6 +79,11 @@ class ClassSummary(NamedTuple):
     in its methods, nothing else (an annotated class-body field may be set by a generated
     constructor, a parameter or any other value may be truthy). A branch that needs such a flag
     truthy is not reached on the class's own instances (see ``UndefinedMethodCall``).
+
+    ``tags``: ``(member, value)`` for the members that every assignment of the class sets to one and
+    the same literal constant (a class-level tag such as ``kind = "fused"`` or ``self.mode = 2``;
+    ``value``: its ``repr``). A branch that needs the tag to equal a value that only the classes
+    defining a member set is not reached on the others (see ``UndefinedMethodCall``).
     """
 
     qualname: str
@@ -94,6 +99,7 @@ class ClassSummary(NamedTuple):
     super_used: frozenset[str] = frozenset()
     attr_uses: tuple[tuple[str, str], ...] = ()
     falsy: frozenset[str] = frozenset()
+    tags: tuple[tuple[str, str], ...] = ()
 
 
 class FileSummary(NamedTuple):
@@ -360,7 +366,7 @@ class _Summarizer:
                             frozenset(_intern(m) for m in members), dynamic, abstract, decorators,
                             frozenset(_intern(m) for m in abstracts), frozenset(map(_intern, seen.names)),
                             frozenset(map(_intern, seen.supers)), tuple(sorted(attr_uses)),
-                            frozenset(map(_intern, seen.falsy_only())))
+                            frozenset(map(_intern, seen.falsy_only())), seen.tags())
 
     def run(self, tree: ast.Module) -> FileSummary:
         self.module_scope(tree.body, "", in_function=False)
@@ -844,7 +850,7 @@ class _Uses:
     ``self.a = Callee(...)`` / ``self.a: T = Callee(...)`` assignments of ``__init__``; ``falsy`` /
     ``truthy``: the members assigned a falsy constant / anything else (see ``ClassSummary.falsy``)."""
 
-    __slots__ = ("names", "supers", "attrs", "ctors", "falsy", "truthy")
+    __slots__ = ("names", "supers", "attrs", "ctors", "falsy", "truthy", "values", "varied")
 
     def __init__(self) -> None:
         self.names: set[str] = set()
@@ -853,10 +859,25 @@ class _Uses:
         self.ctors: dict[str, list[ast.AST]] = {}
         self.falsy: set[str] = set()  # members assigned a falsy constant somewhere in the class
         self.truthy: set[str] = set()  # members assigned anything else somewhere (or unknown values)
+        self.values: dict[str, set[str]] = {}  # member -> reprs of the literal constants assigned to it
+        self.varied: set[str] = set()  # members assigned something that is not a literal constant
 
     def falsy_only(self) -> set[str]:
         """The members every assignment of the class sets to a falsy constant."""
         return self.falsy - self.truthy
+
+    def assigned(self, name: str, value: ast.AST | None) -> None:
+        """Record an assignment of ``value`` to member ``name`` (``None``: not a plain value)."""
+        if value is not None and value.__class__ is ast.Constant and \
+                isinstance(value.value, (str, int, float, bool, type(None))):
+            self.values.setdefault(name, set()).add(repr(value.value))
+        else:
+            self.varied.add(name)
+
+    def tags(self) -> tuple[tuple[str, str], ...]:
+        """``(member, value)`` for the members always assigned the same literal constant."""
+        return tuple(sorted((_intern(name), next(iter(values))) for name, values in self.values.items()
+                            if len(values) == 1 and name not in self.varied))
 
 
 def class_members(node: ast.ClassDef, chains: list | None = None,
@@ -903,6 +924,8 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                     if seen is not None:  # a plain class attribute set to a falsy constant: a flag
                         plain = stmt.__class__ is ast.Assign and target.__class__ is ast.Name
                         (seen.falsy if plain and _falsy_constant(stmt.value) else seen.truthy).update(names)
+                        for name in names:
+                            seen.assigned(name, stmt.value if plain else None)
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 for alias in stmt.names:
                     members.add((alias.asname or alias.name).split(".")[0])
@@ -931,6 +954,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
         in_init = method.name == "__init__" and chains is not None
         in_init_seen = method.name == "__init__" and seen is not None
         falsy_targets: set[int] = set()
+        const_targets: dict[int, ast.AST] = {}
         for sub in _walk_method(method):
             kind = sub.__class__
             if kind is ast.Name or kind is ast.Constant:  # the commonest nodes: nothing to record
@@ -940,8 +964,12 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                 if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
                         target.value.id in receivers:
                     chains.append(("=" + target.attr, sub.value.func))
-            if seen is not None and (kind is ast.Assign or kind is ast.AnnAssign) and _falsy_constant(sub.value):
-                falsy_targets.update(id(t) for t in (sub.targets if kind is ast.Assign else [sub.target]))
+            if seen is not None and (kind is ast.Assign or kind is ast.AnnAssign) and sub.value is not None:
+                if sub.value.__class__ is ast.Constant:
+                    for t in (sub.targets if kind is ast.Assign else [sub.target]):
+                        const_targets[id(t)] = sub.value
+                if _falsy_constant(sub.value):
+                    falsy_targets.update(id(t) for t in (sub.targets if kind is ast.Assign else [sub.target]))
             if in_init_seen and (kind is ast.Assign and len(sub.targets) == 1 or kind is ast.AnnAssign) \
                     and sub.value.__class__ is ast.Call:
                 target = sub.targets[0] if kind is ast.Assign else sub.target
@@ -966,6 +994,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                     members.add(sub.attr)
                     if seen is not None:
                         (seen.falsy if id(sub) in falsy_targets else seen.truthy).add(sub.attr)
+                        seen.assigned(sub.attr, const_targets.get(id(sub)))
                 elif chains is not None and base.__class__ is ast.Attribute and isinstance(sub.ctx, ast.Store):
                     root = base
                     while root.__class__ is ast.Attribute:
@@ -973,10 +1002,11 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                     if root.__class__ is ast.Name and root.id in receivers:
                         inner = base.value
                         chains.append((base.attr if inner.__class__ is ast.Name else "", sub.attr))
-                elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type":
-                    members.add(sub.attr)
-                elif isinstance(base, ast.Attribute) and base.attr == "__class__":
-                    members.add(sub.attr)
+                elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type" or \
+                        isinstance(base, ast.Attribute) and base.attr == "__class__":
+                    members.add(sub.attr)  # type(self).x = v, self.__class__.x = v
+                    if seen is not None:
+                        seen.varied.add(sub.attr)
                 elif isinstance(base, ast.Attribute) and base.attr == "__dict__":
                     dynamic = True
             elif kind is ast.Subscript and isinstance(sub.ctx, ast.Store):
@@ -988,7 +1018,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                     else:
                         members.add(name)
             elif kind is ast.Call:
-                dynamic |= _call_members(sub, receivers, members)
+                dynamic |= _call_members(sub, receivers, members, None if seen is None else seen.varied)
                 if seen is not None and sub.func.__class__ is ast.Name and sub.func.id == "getattr" \
                         and len(sub.args) >= 2 and sub.args[1].__class__ is ast.Constant \
                         and isinstance(sub.args[1].value, str):
@@ -1044,8 +1074,9 @@ def assigned_name_arg(call: ast.Call) -> ast.AST | None:
     return next((k.value for k in call.keywords if k.arg == "name"), None)
 
 
-def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> bool:
-    """Add names a call creates on the receiver; return True when the name is computed."""
+def _call_members(call: ast.Call, receivers: set[str], members: set[str], varied: set[str] | None = None) -> bool:
+    """Add names a call creates on the receiver (also to ``varied`` when given: their values are not
+    literal constants); return True when the name is computed."""
     func = call.func
     args = call.args
 
@@ -1057,6 +1088,8 @@ def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> boo
         if name is None:
             return True
         members.add(name)
+        if varied is not None:
+            varied.add(name)
         return False
     if isinstance(func, ast.Attribute):
         # self.add_module("x", m), self.register_buffer(name="x", tensor=t), ...
@@ -1066,6 +1099,8 @@ def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> boo
             if name is None:
                 return True
             members.add(name)
+            if varied is not None:
+                varied.add(name)
             return False
         # object.__setattr__(self, "x", v) / super().__setattr__("x", v) / self.__dict__.update(...)
         if func.attr == "__setattr__":
@@ -1075,6 +1110,8 @@ def _call_members(call: ast.Call, receivers: set[str], members: set[str]) -> boo
                 if name is None:
                     return True
                 members.add(name)
+                if varied is not None:
+                    varied.add(name)
             return False
         if func.attr in ("update", "setdefault") and isinstance(func.value, ast.Attribute) and \
                 func.value.attr == "__dict__":
