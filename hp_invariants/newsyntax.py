@@ -382,7 +382,8 @@ def _features(text: str) -> list[Feature]:
             depth += 1
         elif t.kind == "OP" and t.text in _CLOSE:
             depth = max(0, depth - 1)
-        stmt_start = t.kind == "NL" or (t.kind == "OP" and t.text in (";", ":") and depth == 0)
+        stmt_start = t.kind == "NL" or (t.kind == "OP" and t.text in (";", ":") and depth == 0) or (
+            stmt_start and t.kind == "NAME" and t.text == "async")  # ``async def g[T]()``
     found.sort(key=lambda f: f.start)
     return [f for f in found if f.version > RUNNING]
 
