@@ -44,6 +44,27 @@ def test_every_rule_has_flagged_and_clean_fixtures():
         assert clean, f"{rule.symbol}: no clean twin fixture"
 
 
+
+def _tsv_rows(path: Path) -> list[list[str]]:
+    return [line.split("\t") for line in path.read_text().splitlines() if line and not line.startswith("#")]
+
+
+def test_every_true_panel_finding_names_a_flagged_fixture():
+    """Issue #23: each true finding of the panel's tuning part (``docs/panel/verdicts-tuning.tsv``,
+    verdict ``T``) has a row in ``docs/panel/true-findings-fixtures.tsv`` whose fixture cases exist and
+    expect at least one finding, so a precision change that silences the shape of a true finding fails
+    the fixture runs above and below."""
+    panel = Path(__file__).resolve().parents[1] / "docs" / "panel"
+    true = {(row[0], row[1]) for row in _tsv_rows(panel / "verdicts-tuning.tsv") if row[3] == "T"}
+    table = _tsv_rows(panel / "true-findings-fixtures.tsv")
+    assert table[0] == ["project", "path:line", "shape", "fixture cases"]
+    mapped = {(row[0], row[1]): row[3].split() for row in table[1:]}
+    assert len(mapped) == len(table) - 1, "a finding is listed twice"
+    assert set(mapped) == true
+    flagged = {case.name for case in CHECKER if case.expected}
+    for key, cases in mapped.items():
+        assert cases and set(cases) <= flagged, (key, set(cases) - flagged)
+
 @pytest.mark.parametrize("case", CHECKER, ids=lambda c: c.name)
 def test_cli_reports_exactly_the_expected_findings(case):
     code, report = _cli_json([str(p) for p in case.files])
