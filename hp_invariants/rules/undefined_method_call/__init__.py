@@ -132,7 +132,9 @@ No message when:
 * the call sits in a private function or method (`_f`, not `__f__`) that nothing in the project
   calls: no file reads the name (a call, a reference, `getattr(self, "_f")`, a handler table, a
   string prefix such as `f"_on_{event}"`) outside private functions that are themselves never
-  called, it overrides no member of its bases (a framework may call that) and has no decorator but
+  called (a read on a method's own instance, `self._f()` or `super()._f()`, counts only in a class
+  related to the method's: the same, an ancestor, a subclass, or a class sharing a subclass with it,
+  since another class's `self._f()` calls that class's own `_f`: `private_same_name_other_class`), it overrides no member of its bases (a framework may call that) and has no decorator but
   pass-through ones (`staticmethod`, `property`, `no_grad`, `lru_cache`, ...): the project's code
   never runs it (a public function stays checked: users may call it);
 * the module can never be imported: one of its unconditional top-level imports of the project
@@ -458,7 +460,7 @@ def _in_uncalled_private(view: ClassIndex, file_no: int, tree: ast.Module, nodes
             hier = view.hierarchy((file_no, owner))
             if hier.unknown or hier.dynamic or name in hier.inherited:
                 return False
-        return not view.private_live(name)
+        return not view.private_live(name, (file_no, owner) if k else None)
     return False
 
 

@@ -143,7 +143,11 @@ class FileSummary(NamedTuple):
     for every name it begins: ``f"_on_{event}"``), outside the bodies of private functions;
     ``private_defs``: per private function (``def _f``, a method or not, innermost), the private
     names read in its body other than its own (a recursion or ``super()._f()`` call does not call
-    it from elsewhere). See :meth:`ClassIndex.private_live`. ``required``: the qualified targets of
+    it from elsewhere). ``private_self``: ``(name, class, function)`` for each private name read on a
+    method's own instance (``self._x``, ``cls._x``, ``super()._x``) in ``class`` (qualified name),
+    ``function`` being the innermost private function holding the read (``""``: none); such a read
+    can only reach the ``_x`` of a class related to that one, so it is kept apart from
+    ``private_refs`` (still in ``private_defs``). See :meth:`ClassIndex.private_live`. ``required``: the qualified targets of
     the module's unconditional top-level imports (``pkg.mod.name`` for ``from pkg.mod import name``,
     ``pkg.mod`` for ``import pkg.mod``): what must exist for the module to import at all (see
     :meth:`ClassIndex.unimportable`).
@@ -163,6 +167,7 @@ class FileSummary(NamedTuple):
     private_refs: frozenset[str] = frozenset()
     private_defs: tuple[tuple[str, frozenset[str]], ...] = ()
     required: tuple[str, ...] = ()
+    private_self: tuple[tuple[str, str, str], ...] = ()
 
 
 # ---------------------------------------------------------------------- module names
@@ -415,6 +420,7 @@ class _Summarizer:
             uses.add(_intern(VALUE_USE + qual if value else qual))
 
         refs: list[tuple[str, int]] = []  # (private name read, line)
+        self_refs: list[tuple[str, int]] = []  # (private name read on self/cls/super(), line)
         own_defs: list[ast.AST] = []
         for node in walk_nodes(tree):  # parents before children (breadth-first)
             kind = node.__class__
@@ -470,7 +476,11 @@ class _Summarizer:
                     if node.attr == "__dict__" and value.__class__ is Name:
                         marks.append((node.lineno, value.id))
                     elif node.attr[:1] == "_":
-                        refs.append((node.attr, node.lineno))
+                        if value.__class__ is Name and (value.id == "self" or value.id == "cls") or \
+                                value.__class__ is Call and value.func.__class__ is Name and value.func.id == "super":
+                            self_refs.append((node.attr, node.lineno))
+                        else:
+                            refs.append((node.attr, node.lineno))
                     continue
                 if value.__class__ is Name:
                     marks.append((node.lineno, value.id))
@@ -600,7 +610,7 @@ class _Summarizer:
                            frozenset(uses), tuple(sorted(p for p in patched if p[0] != UNKNOWN)),
                            tuple(sorted(stores)), tuple(sorted(param_calls)),
                            frozenset(map(_intern, flag_sets)), tuple(sorted(swapped)),
-                           *_private_refs(refs, own_defs), self.required(tree))
+                           *_private_refs(refs, own_defs, self_refs, self.raw_classes, self.required(tree)))
 
     def required(self, tree: ast.Module) -> tuple[str, ...]:
         """The targets of the unconditional top-level imports (see :class:`FileSummary`)."""
@@ -621,15 +631,35 @@ def _is_prefix(text: str) -> bool:
     return text.endswith("_") and any(c.isalpha() for c in text)
 
 
-def _private_refs(refs: list[tuple[str, int]], own_defs: list[ast.AST]
-                  ) -> tuple[frozenset[str], tuple[tuple[str, frozenset[str]], ...]]:
-    """``(private_refs, private_defs)`` of :class:`FileSummary` from ``refs`` (each private name the
-    file reads, with its line) and the file's private functions ``own_defs``: a read on a line of a
-    private function's body belongs to the innermost such function, not to the file (found by line
-    spans: no second walk of the tree)."""
+def _private_refs(refs: list[tuple[str, int]], own_defs: list[ast.AST], self_refs: list[tuple[str, int]],
+                  classes: list[tuple[str, ast.ClassDef]], required: tuple[str, ...]) -> tuple:
+    """``(private_refs, private_defs, required, private_self)`` of :class:`FileSummary` (``required``
+    passed through) from ``refs`` (each private name the file reads,
+    with its line), ``self_refs`` (those read on ``self``/``cls``/``super()``), the file's private
+    functions ``own_defs`` and its classes: a read on a line of a private function's body belongs to
+    the innermost such function, not to the file, and a read on the instance to the innermost class
+    holding its line (found by line spans: no second walk of the tree). A read on the instance outside
+    every class is an ordinary read."""
     dunder = _dunder_name
+    own: list[tuple[str, str, int]] = []  # (name, class, line) of the reads on the instance
+    if self_refs:
+        cspans = sorted((c.lineno, c.end_lineno or c.lineno, q) for q, c in classes)
+        for name, line in self_refs:
+            if dunder(name):
+                continue
+            holder = ""
+            for start, end, qual in cspans:  # the innermost: the latest start that holds the line
+                if start > line:
+                    break
+                if end >= line:
+                    holder = qual
+            if holder:
+                own.append((name, holder, line))
+            else:
+                refs.append((name, line))
     if not own_defs:
-        return frozenset(_intern(n) for n, _ in refs if not dunder(n)), ()
+        return (frozenset(_intern(n) for n, _ in refs if not dunder(n)), (), required,
+                tuple(sorted({(_intern(n), _intern(q), "") for n, q, _ in own})))
     spans = sorted((f.body[0].lineno, f.end_lineno or f.body[-1].lineno, i) for i, f in enumerate(own_defs))
     starts = [span[0] for span in spans]
     inner: list[set[str]] = [set() for _ in own_defs]
@@ -642,9 +672,24 @@ def _private_refs(refs: list[tuple[str, int]], own_defs: list[ast.AST]
             outside.add(name)
         elif name != own_defs[spans[k][2]].name:
             inner[spans[k][2]].add(name)
+    def holder_of(line: int) -> int:
+        k = bisect_right(starts, line) - 1
+        while k >= 0 and spans[k][1] < line:
+            k -= 1
+        return k
+
+    mine: set[tuple[str, str, str]] = set()
+    for name, qual, line in own:
+        k = holder_of(line)
+        if k < 0:
+            mine.add((_intern(name), _intern(qual), ""))
+        else:
+            func = own_defs[spans[k][2]]
+            if name != func.name:
+                mine.add((_intern(name), _intern(qual), _intern(func.name)))
     defs = tuple((_intern(f.name), frozenset(_intern(n) for n in names if not dunder(n)))
                  for f, names in zip(own_defs, inner))
-    return frozenset(_intern(n) for n in outside if not dunder(n)), defs
+    return frozenset(_intern(n) for n in outside if not dunder(n)), defs, required, tuple(sorted(mine))
 
 
 def _dunder_name(name: str) -> bool:
@@ -1239,7 +1284,7 @@ class ClassIndex:
         self._possible_memo: dict[ClassKey, list[ClassKey]] = {}
         self._patched: dict[str, set[str]] | None = None
         self._flag_sets: frozenset[str] | None = None
-        self._private_refs: tuple[frozenset[str], tuple[str, ...]] | None = None
+        self._private_refs: tuple[frozenset[str], tuple[str, ...], frozenset[str], tuple[str, ...]] | None = None
         self._unimportable: dict[int, str] = {}
         self._build_text: str | None = None
         self._swapped: frozenset[str] | None = None
@@ -1267,6 +1312,7 @@ class ClassIndex:
                 "children": children, "name_children": name_children, "uses": uses,
                 "class_names": self._class_names, "flag_sets": sorted(self.flag_sets()),
                 "private_refs": sorted(self._private_table()[0]),
+                "private_plain": sorted(self._private_table()[2]),
                 "swapped": sorted(self.swapped())}
 
     @classmethod
@@ -1285,8 +1331,9 @@ class ClassIndex:
         index._uses_by_name = parts["uses"]
         index._class_names = parts["class_names"]
         index._flag_sets = frozenset(parts["flag_sets"])
-        refs = frozenset(parts["private_refs"])
-        index._private_refs = (refs, tuple(sorted(r for r in refs if _is_prefix(r))))
+        refs, plain = frozenset(parts["private_refs"]), frozenset(parts["private_plain"])
+        index._private_refs = (refs, tuple(sorted(r for r in refs if _is_prefix(r))),
+                               plain, tuple(sorted(r for r in plain if _is_prefix(r))))
         index._swapped = frozenset(parts["swapped"])
         return index
 
@@ -1557,36 +1604,84 @@ class ClassIndex:
             self._flag_sets = frozenset().union(*(f.flag_sets for f in self.files))
         return self._flag_sets
 
-    def _private_table(self) -> tuple[frozenset[str], tuple[str, ...]]:
+    def _private_table(self) -> tuple[frozenset[str], tuple[str, ...], frozenset[str], tuple[str, ...]]:
+        """``(live, live prefixes, plain, plain prefixes)``: ``live``, the private names that may run
+        (read anywhere outside private functions, or inside one that is live itself, transitively;
+        reads on ``self`` count by name here); ``plain``, the names read so other than on a method's
+        own instance (see :meth:`private_live`)."""
         if self._private_refs is None:
-            live = set().union(*(f.private_refs for f in self.files))
+            plain = set().union(*(f.private_refs for f in self.files))
+            live = set(plain)
             inner: dict[str, set[str]] = {}
+            own_reads: dict[str, set[str]] = {}  # function -> the names it reads on its instance
             for f in self.files:
                 for name, names in f.private_defs:
                     inner.setdefault(name, set()).update(names)
+                for name, _cls, func in f.private_self:
+                    if func:
+                        own_reads.setdefault(func, set()).add(name)
+                    else:
+                        live.add(name)
             prefixes = sorted(r for r in live if _is_prefix(r))
-            todo = [n for n in inner if n in live or any(n.startswith(p) for p in prefixes)]
+            todo = [n for n in set(inner) | set(own_reads) if n in live or any(n.startswith(p) for p in prefixes)]
+            done: set[str] = set()
             while todo:  # what the live private functions read is live too
-                for name in inner.pop(todo.pop(), ()):
+                func = todo.pop()
+                if func in done:
+                    continue
+                done.add(func)
+                for name in (*inner.get(func, ()), *own_reads.get(func, ())):
                     if name not in live:
                         live.add(name)
                         if _is_prefix(name):
                             prefixes.append(name)
-                            todo.extend(n for n in inner if n.startswith(name))
-                        if name in inner:
+                            todo.extend(n for n in set(inner) | set(own_reads) if n.startswith(name))
+                        if name in inner or name in own_reads:
                             todo.append(name)
-            self._private_refs = (frozenset(live), tuple(sorted(r for r in live if _is_prefix(r))))
+            for func in done:
+                plain.update(inner.get(func, ()))
+            self._private_refs = (frozenset(live), tuple(sorted(r for r in live if _is_prefix(r))),
+                                  frozenset(plain), tuple(sorted(r for r in plain if _is_prefix(r))))
         return self._private_refs
 
-    def private_live(self, name: str) -> bool:
+    def private_live(self, name: str, key: ClassKey | None = None) -> bool:
         """True when a private function or method ``name`` may run: some file reads the name (a
         call, a reference, a string; a string ending in ``_`` reads every name it begins: a name
         built at run time) outside the private functions, or inside one that may run itself
-        (:class:`FileSummary` ``private_refs``, ``private_defs``). False: nothing in the project
-        calls it, so a finding in its body is not reached by the project's code (the panel's false
-        kind: a private helper nothing calls)."""
-        refs, prefixes = self._private_table()
-        return name in refs or any(name.startswith(p) for p in prefixes)
+        (:class:`FileSummary` ``private_refs``, ``private_defs``). For a method (``key``: its class)
+        a read on a method's own instance (``self._m()``, ``super()._m()``: ``private_self``) counts
+        only in a class related to it (the same, an ancestor, a descendant, or an ancestor of one of
+        its project subclasses: what ``type(self)`` may be there), so that another class's method of
+        the same name keeps nothing live. False: nothing in the project calls it, so a finding in its
+        body is not reached by the project's code (the panel's false kind: a private helper nothing
+        calls)."""
+        live, prefixes, plain, plain_prefixes = self._private_table()
+        if key is None:
+            return name in live or any(name.startswith(p) for p in prefixes)
+        if name in plain or any(name.startswith(p) for p in plain_prefixes):
+            return True
+        if name not in live:
+            return False
+        for i, summary in enumerate(self.files):
+            for ref, cls, func in summary.private_self:
+                if ref == name and (not func or func in live) and self._related((i, cls), key):
+                    return True
+        return False
+
+    def _related(self, other: ClassKey, key: ClassKey) -> bool:
+        """True when an instance whose class reaches ``other`` may be an instance of ``key``'s class or
+        of a subclass of it (so ``self.m`` in ``other`` may find ``key``'s ``m``); unknown ancestry
+        counts as related."""
+        if other == key:
+            return True
+        if self.summary(other) is None or self.summary(key) is None:
+            return True
+        mine = self.hierarchy(other)
+        if mine.unknown or mine.dynamic or key in mine.ancestors:
+            return True
+        if other in self.hierarchy(key).ancestors:
+            return True
+        return any(other == sub or other in self.hierarchy(sub).ancestors for sub in self.possible_subclasses(key))
 
     def unimportable(self, i: int) -> str:
         """Why the module of file ``i`` can never be imported, or ``""``: one of its unconditional
@@ -1944,6 +2039,7 @@ class ClassIndexFacts(ClassIndexFactsDeclaration):
         "class_names": dict[str, int],
         "flag_sets": list[str],
         "private_refs": list[str],
+        "private_plain": list[str],
         "swapped": list[str],
     }
 
