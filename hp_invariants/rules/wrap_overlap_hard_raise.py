@@ -82,6 +82,16 @@ No message for:
   walk, or inside it under `if sub is module:` / `if name == "":`, or after
   `if sub is not module: continue`): refusing to wrap the same module twice is legitimate;
 * a branch on a marker of another variable than the walked submodule;
+* the guard of a per-module transformation: the walk calls, only for the modules it selects (under
+  an `if` testing the walked submodule: `isinstance(sub, nn.Linear) and matches(name)`), a function
+  that stores on the module it is given the very mark whose test raises (it patches that module and
+  refuses to patch it twice: `assert not hasattr(linear, "super_fwd")` ... `linear.super_fwd = ...`),
+  and no walk of the function marks its submodules with that mark. A deduplicating walk meets a
+  shared submodule once, so the raise fires only when the transformation is applied to the same
+  module again (a tuner applied twice), which it refuses on purpose. A call made for every walked
+  submodule, or a walk that marks the region itself, stays reported (`transform_guard`,
+  `transform_guard_ok`). The rule does not read the callers: a transformation applied per region
+  whose regions share a *selected* module is not reported;
 * a raise that a surrounding `try` in the loop catches (`except Exception`, or the same class);
 * a raise after the walk has skipped every submodule it met before, in this call or an earlier one:
   a guard `if sub in C: continue` (or `id(sub) in C`) before it in the loop body, the loop body
@@ -401,6 +411,8 @@ class _FileChecker:
         self._text_gates: dict[tuple[str, str], bool] = {}
         self._walk_receivers: frozenset | None = None
         self._defined: dict[str, bool] = {}  # name -> the text has `def name(`
+        self._raise_test: ast.AST | None = None  # the test of the raise _raise_on_marker last found
+        self._raise_site: list[tuple] = []  # (checker, function, parameter, test) of _callee_raise's finds
         self._learned_wrappers: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ helpers of the file
@@ -558,11 +570,45 @@ class _FileChecker:
             for param in names:
                 found_here = checker._raise_on_marker(target, param, depth, self._learned_for(func))
                 if found_here:
+                    if depth == 0:
+                        self._raise_site.append((checker, target, param, checker._raise_test))
                     break
             if not found_here:
                 return None
             evidence = found_here
         return evidence
+
+    def _guards_own_transform(self, node: ast.stmt, var: str, loop, func) -> bool:
+        """True when the check the walk's call ``node`` runs is the guard of a per-module
+        transformation, not an overlap check: the called function stores on the module it is given
+        the very marker whose test raises (it patches that module and refuses to patch it twice:
+        ``assert not hasattr(linear, "super_fwd")`` ... ``linear.super_fwd = ...``), and the walk hands
+        it only the modules it selects (the call sits under an ``if`` of the loop body testing the
+        walked submodule: ``isinstance(sub, nn.Linear) and matches(name)``). A deduplicating walk
+        (``modules()``/``named_modules()``) meets a shared submodule once, so the raise fires only when
+        the transformation is applied to the same module again (a tuner applied twice: what it refuses
+        on purpose). A walk that marks every submodule it meets (the seed: the region's submodules
+        all marked, the shared rotary with them) is region marking and stays reported (a walk of
+        ``func`` storing the tested mark on its walked submodules itself), as does a call made for
+        every walked submodule."""
+        selected = False
+        for anc in self.ctx.ancestors(node):
+            if anc is loop:
+                break
+            if isinstance(anc, ast.If) and any(self._is_var(n, var) for n in ast.walk(anc.test)):
+                selected = True
+                break
+        if not selected or not self._raise_site:
+            return False
+        region = {name for loop_scope, walk_loop, walk in self._loops if loop_scope is func
+                  for n in _walk_no_scopes(walk_loop.body) for name in self._stores_on(n, walk.var)}
+        for checker, target, param, test in self._raise_site:
+            if test is None:
+                return False
+            stored = {name for n in _walk_no_scopes(target.body) for name in checker._stores_on(n, param)}
+            if not stored & _markers(test) or region & _markers(test):
+                return False
+        return True
 
     def _learned_for(self, func: ast.AST | None) -> frozenset:
         return self.learned_markers(func) | self._extra_markers if func is not None else self._extra_markers
@@ -577,6 +623,7 @@ class _FileChecker:
             for node, _ in _statements(target.body, rebinding=param):
                 if isinstance(node, ast.Assert):
                     if self.facts(node.test, param).else_hazard and not self._caught(node, target):
+                        self._raise_test = node.test
                         return f"`{self._text(node.test)}` asserted in {self._where(target)}"
                     continue
                 if isinstance(node, ast.If):
@@ -586,6 +633,7 @@ class _FileChecker:
                             continue
                         for stmt, _via in self._raising_statements(branch, target):
                             if not self._caught(stmt, target):
+                                self._raise_test = node.test
                                 at = f"line {stmt.lineno}" if self.label is None else f"{self.label}:{stmt.lineno}"
                                 return f"`{self._text(node.test)}` tested in {self._where(target)}, raise at {at}"
                     continue
@@ -593,6 +641,7 @@ class _FileChecker:
                 if call is not None and depth < 3:
                     found = self._callee_raise(call, param, target, depth + 1)
                     if found:
+                        self._raise_test = None  # deeper: not this function's own guard
                         return found
         finally:
             self._scope, self._extra_markers = saved, saved_extra
@@ -1180,11 +1229,13 @@ class _FileChecker:
             if not isinstance(node, ast.If):
                 call = _statement_call(node)
                 if call is not None and id(node) not in self.reported:
+                    self._raise_site = []
                     where = self._callee_raise(call, walk.var, func)
                     if where is not None:
                         aliases = _loop_aliases(loop.body, walk.var) if aliases is None else aliases
                         if not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop) \
-                                and not self._skips_visited(node, loop, walk, func):
+                                and not self._skips_visited(node, loop, walk, func) \
+                                and not self._guards_own_transform(node, walk.var, loop, func):
                             self.reported.add(id(node))
                             yield self._finding(node, walk, where + ", called with the walked submodule",
                                                 False, None, False)
