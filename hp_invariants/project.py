@@ -400,6 +400,7 @@ class Project:
             def summarize_one(item: tuple[int, ScannedFile]) -> tuple[dict | None | bool, Any]:
                 f = item[1]
                 raw = f.raw
+                f.raw = None  # held by this call only: freed as soon as the file is summarized
                 if raw is None:
                     try:
                         raw, _ = read_source_bytes(f.path, DEFAULT_MAX_FILE_SIZE)
