@@ -1011,10 +1011,7 @@ def _walk_method(method: ast.AST) -> list[ast.AST]:
     holey = _HOLEY
     append = out.append
     extend = out.extend
-    i = 0
-    while i < len(out):
-        node = out[i]
-        i += 1
+    for node in out:  # the list grows while it is read: a breadth-first walk
         if node.__class__ is ast.ClassDef:
             continue
         for name in plans[node.__class__]:
