@@ -933,7 +933,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
         falsy_targets: set[int] = set()
         for sub in _walk_method(method):
             kind = sub.__class__
-            if kind is ast.Name or kind is ast.Constant:  # the commonest nodes: nothing to record
+            if kind not in _MEMBER_KINDS:  # names, constants, keywords, operators ...: nothing to record
                 continue
             if in_init and kind is ast.Assign and len(sub.targets) == 1 and sub.value.__class__ is ast.Call:
                 target = sub.targets[0]
@@ -1001,6 +1001,10 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
             elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in receivers:
                 pass
     return members, dynamic, abstract
+
+
+_MEMBER_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.Attribute, ast.Subscript, ast.Call})
+"""The node kinds :func:`class_members` reads in a method (every other node is passed over)."""
 
 
 def _walk_method(method: ast.AST) -> list[ast.AST]:
