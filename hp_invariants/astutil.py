@@ -38,10 +38,7 @@ def walk_function_body(func: ast.AST) -> list[ast.AST]:
     classes (their own nodes are left out; the nested ``def``/``lambda``/``class`` node itself is
     included), without the ``ctx``/``op`` singletons; breadth-first, as a list (no generator frames)."""
     out = child_nodes(func)
-    i = 0
-    while i < len(out):
-        node = out[i]
-        i += 1
+    for node in out:  # the list grows while it is read: a breadth-first walk
         if node.__class__ in _SCOPES:
             continue
         for name in _CHILD_FIELDS[node.__class__]:
@@ -175,10 +172,7 @@ def walk_nodes(root: ast.AST) -> list[ast.AST]:
     extend = out.extend
     plans = _CHILD_FIELDS
     holey = _HOLEY
-    i = 0
-    while i < len(out):
-        node = out[i]
-        i += 1
+    for node in out:  # the list grows while it is read: a breadth-first walk
         for name in plans[node.__class__]:
             value = getattr(node, name, None)
             if value is None:
@@ -204,10 +198,7 @@ def walk_with_parents(root: ast.AST) -> tuple[list[ast.AST], list[ast.AST | None
     own_extend = owners.extend
     plans = _CHILD_FIELDS
     holey = _HOLEY
-    i = 0
-    while i < len(out):
-        node = out[i]
-        i += 1
+    for node in out:  # the list grows while it is read: a breadth-first walk
         for name in plans[node.__class__]:
             value = getattr(node, name, None)
             if value is None:

@@ -400,6 +400,7 @@ class Project:
             def summarize_one(item: tuple[int, ScannedFile]) -> tuple[dict | None | bool, Any]:
                 f = item[1]
                 raw = f.raw
+                f.raw = None  # held by this call only: freed as soon as the file is summarized
                 if raw is None:
                     try:
                         raw, _ = read_source_bytes(f.path, DEFAULT_MAX_FILE_SIZE)
@@ -432,8 +433,9 @@ class Project:
         manifest_changed = summaries_changed or bool(scan.stats["hashed"]) or manifest.get("entries") is None \
             or len(manifest["entries"]) != len(scan.files) \
             or any(tuple(manifest["entries"].get(f.rel, ())[:4]) != f.stat for f in scan.files)
+        texts: dict[str, dict] = {}  # the JSON text of each summary encoded for the cache (kind -> id -> text)
         if cache is not None and manifest_changed:
-            cache.write(scan, slots, transient, summaries_changed, reuse)
+            texts = cache.write(scan, slots, transient, summaries_changed, reuse)
         for f in scan.files:
             f.raw = None  # the bytes were only kept for summarizing
         self.stats = stats
@@ -446,7 +448,8 @@ class Project:
         if cache is not None and not transient:  # a transient failure is retried next time: not built in
             for fa in build:
                 if fa.built_parts:
-                    cache.write_built(fa, scan.fingerprint, built[fa.key], stats["failed"] - scan.stats["failed"])
+                    cache.write_built(fa, scan.fingerprint, built[fa.key], stats["failed"] - scan.stats["failed"],
+                                      texts.get(fa.key))
         return built
 
 

@@ -1265,29 +1265,36 @@ class ProjectCache:
             return None
 
     def write(self, scan: Scan, summaries: Sequence[dict | None], transient: set[str] = frozenset(),  # type: ignore[assignment]
-              write_summaries: bool = True, reuse: Sequence[Any] = ()) -> None:
+              write_summaries: bool = True, reuse: Sequence[Any] = ()) -> dict[str, dict[int, tuple[Any, str]]]:
         """Store the manifest of ``scan`` and (when ``write_summaries``) each file's ``summaries``
         (``None``: the file does not parse), in one transaction. The manifest's time is taken before
         anything is read for it, so a file edited meanwhile is hashed next time. ``transient``: files
         whose failure may not happen again (not stored); ``reuse[i]`` not ``None``: file ``i``'s
         stored row is current (left as it is). Nothing is stored when a facts kind declares no
-        ``summary_type`` or a summary is not of it; nothing is raised."""
+        ``summary_type`` or a summary is not of it; nothing is raised.
+
+        Returns the JSON text made of each summary, ``facts key -> {id(summary): (summary, text)}``
+        (empty when nothing was encoded), for :meth:`write_built` to store again as it is where the
+        built object keeps the same summary (a cold build encoded every summary twice)."""
         import time  # noqa: PLC0415
 
         written = time.time_ns()
+        texts: dict[str, dict[int, tuple[Any, str]]] = {}
         manifest = {f.rel: (*f.stat, f.digest) for f in scan.files if f.digest is not None}
         try:
             manifest_text = _MANIFEST.dumps(manifest)
         except (TypeError, ValueError):
-            return
+            return texts
         space = self.space
         seed = space.seed
         rows: list[tuple] = []
         keep: set[bytes] = set()
         if write_summaries:
             if any(f.summary_type is None for f in self.facts):
-                return  # a facts kind without a declared summary type: not cached
-            codecs = [(f.key, facts_codec(f, f.summary_type)) for f in self.facts]
+                return texts  # a facts kind without a declared summary type: not cached
+            # each kind's text made alone, then joined: the same text as _dumps of the {key: data} object
+            codecs = [(f.key, _dumps(f.key) + ":", facts_codec(f, f.summary_type), texts.setdefault(f.key, {}))
+                      for f in self.facts]
             try:
                 for i, (f, summary) in enumerate(zip(scan.files, summaries)):
                     if f.digest is None or f.rel in transient:
@@ -1296,12 +1303,20 @@ class ProjectCache:
                     keep.add(rel)
                     if i < len(reuse) and reuse[i] is not None:
                         continue
-                    data = None if summary is None else _dumps({key: c.encode(summary[key]) for key, c in codecs})
+                    data = None
+                    if summary is not None:
+                        fields = []
+                        for key, label, c, made in codecs:
+                            value = summary[key]
+                            text = _dumps(c.encode(value))
+                            made[id(value)] = (value, text)
+                            fields.append(label + text)
+                        data = "{" + ",".join(fields) + "}"
                     crc = zlib.crc32(b"%s\0%s%s\0%s" % (rel, f.digest, f.module.encode("utf-8", "surrogatepass"),
                                                         b"-" if data is None else data.encode("ascii")), seed)
                     rows.append((rel, f.digest, f.module, data, crc))
             except (TypeError, KeyError, ValueError):
-                return  # a summary not of its declared type: not cached
+                return {}  # a summary not of its declared type: not cached
 
         def work(conn: Any) -> None:
             space_id = space.claim(conn)
@@ -1315,6 +1330,7 @@ class ProjectCache:
                                  [(space_id, *row) for row in rows])
 
         space.db.write(work)
+        return texts
 
     # ------------------------------------------------------------------ the built objects
     def read_built(self, facts: ProjectFacts, fingerprint: str, rebuild: Callable[[], Any]) -> tuple[Any, int] | None:
@@ -1345,15 +1361,18 @@ class ProjectCache:
         except (Malformed, KeyError, TypeError, ValueError, IndexError, AttributeError, StoreError):
             return None
 
-    def write_built(self, facts: ProjectFacts, fingerprint: str, built: Any, failed: int) -> None:
+    def write_built(self, facts: ProjectFacts, fingerprint: str, built: Any, failed: int,
+                    texts: dict[int, tuple[Any, str]] | None = None) -> None:
         """Store the project object ``built`` of ``facts`` (:meth:`ProjectFacts.persist`) for the project
         ``fingerprint``, replacing the one stored before; nothing when the facts kind declares no
-        ``built_parts`` or a part is not of its declared type (nothing is raised)."""
+        ``built_parts`` or a part is not of its declared type (nothing is raised). ``texts``: the
+        JSON text of summaries already encoded (:meth:`write`), by the summary's id: an entry of a
+        table of summaries that is one of them is not encoded again."""
         if not facts.built_parts:
             return
         gen = int.from_bytes(os.urandom(8), "big") >> 1  # never reused: a reader of the old one never reads this one
         try:
-            head, rows = _persist_parts(facts, built, gen)
+            head, rows = _persist_parts(facts, built, gen, texts)
         except (TypeError, ValueError, KeyError, UnicodeError, NotImplementedError, RecursionError):
             return
         head_text = _HEAD.dumps(head)
@@ -1407,9 +1426,11 @@ def _row_crc(gen: int, part: str, key: Any, pos: int, data: str) -> int:
     return zlib.crc32(f"{part}\0{key}\0{pos}\0{data}".encode("utf-8", "surrogatepass"), gen & 0xFFFFFFFF)
 
 
-def _persist_parts(facts: ProjectFacts, built: Any, gen: int) -> tuple[_Head, list[tuple]]:
+def _persist_parts(facts: ProjectFacts, built: Any, gen: int,
+                   texts: dict[int, tuple[Any, str]] | None = None) -> tuple[_Head, list[tuple]]:
     """The head and the table rows of ``built`` (raises ``TypeError``/``ValueError`` for a part that
-    is not of its declared type, ``KeyError`` for a part missing)."""
+    is not of its declared type, ``KeyError`` for a part missing). ``texts``: see
+    :meth:`ProjectCache.write_built` (used for the entries of a ``ListTable`` of summaries)."""
     parts = facts.persist(built)
     plain: dict[str, Any] = {}
     tables: dict[str, tuple[int, int]] = {}
@@ -1424,6 +1445,11 @@ def _persist_parts(facts: ProjectFacts, built: Any, gen: int) -> tuple[_Head, li
 
         def dumps(entry: Any, encode: Callable[[Any], Any] = encode) -> str:
             return _dumps(encode(entry))
+
+        if texts and kind is ListTable and item is facts.summary_type:  # the same codec as the summaries'
+            def dumps(entry: Any, encode: Callable[[Any], Any] = encode, texts: dict = texts) -> str:
+                known = texts.get(id(entry))
+                return known[1] if known is not None and known[0] is entry else _dumps(encode(entry))
 
         if kind is KeyedTable:
             if type(value) is not dict:
