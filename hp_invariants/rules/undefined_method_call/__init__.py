@@ -124,7 +124,9 @@ No message when:
   `if not self.flag: return`) while every assignment of it in the class and its ancestors is a falsy
   constant (`flag = False`, `self.flag = None`), or a class tag that must equal a constant
   (`if self.kind == "fused":`, `in ("a", "b")`, an early `if self.kind != "fused": return`) that
-  the class and its ancestors never hold (each assigns it one other literal constant); in both
+  the class and its ancestors never hold (each assigns it one other literal constant), or an
+  attribute that must not be `None` (`if self.adapter is not None:`) while the class and its
+  ancestors only ever set it to `None` (read as `self.x` or `self.__class__.x`); in all
   cases nothing in the project stores the name on an object from outside (`module.flag = True`,
   `setattr`), no framework base has it, and every project subclass that may hold the value
   defines the method (the template method selected by a flag or a tag: `flag_never_on`,
@@ -649,75 +651,65 @@ class _State:
     # ------------------------------------------------------------------ reachability
     def unreachable(self, anchor: ast.AST, method: ast.AST, receiver: str, key: ClassKey, hier: Hierarchy,
                     name: str) -> bool:
-        """True when the use at ``anchor`` runs only under a flag of the receiver that no instance
-        lacking ``name`` can have on: a condition around it (``if self.flag and ...``, ``x if
-        self.flag else y``, ``self.flag and self.m()``) needs ``self.<flag>`` truthy, while every
-        assignment of the flag in the class and its ancestors is a falsy constant (``self.flag =
-        False``: no parameter, no other value), no framework base has it, nothing in the project
-        switches it on from outside (``module.flag = True``, ``setattr``: see
-        :meth:`ClassIndex.flag_sets`), and every project subclass that may switch it on defines
-        ``name`` itself. The branch is dead on the class's own instances: reaching it needs a
+        """True when the use at ``anchor`` runs only under a state of the receiver that no instance
+        lacking ``name`` can be in (:func:`_required_flags`: a flag that must be truthy, a tag that
+        must equal one of some constants, an attribute that must not be ``None``; read as
+        ``self.x`` or ``self.__class__.x``): see
+        :meth:`never_in_state`. The branch is dead on the class's own instances: reaching it needs a
         configuration the code base never makes (gradient-checkpointing branches copied into a port
-        whose flag is only ever ``False``)."""
-        for flag, values in _required_flags(self.ctx, anchor, method, receiver):
-            if self.flag_never_on(key, hier, flag, name) if values is None else \
-                    self.tag_never_matches(key, hier, flag, values, name):
+        whose flag is only ever ``False``; a template method selected by a class tag that only the
+        subclass defining the hook sets)."""
+        for requirement in _required_flags(self.ctx, anchor, method, receiver):
+            if self.never_in_state(key, hier, requirement, name):
                 return True
         return False
 
-    def tag_never_matches(self, key: ClassKey, hier: Hierarchy, tag: str, values: frozenset[str], name: str) -> bool:
-        """True when the use runs only while ``self.<tag>`` equals one of ``values`` (reprs of truthy
-        literal constants: ``if self.kind == "fused":``, ``in ("a", "b")``, an early ``return`` under
-        ``!=``) and no instance lacking ``name`` can hold such a value: the class and its ancestors set
-        the tag (class-level or ``self.tag = ...``) only to other constants, nothing in the project
-        stores it from outside (:meth:`ClassIndex.flag_sets`), no framework base has it, and every
-        project subclass whose classes set a matching (or unknown) value defines ``name`` (the
-        template method selected by a class tag: only the subclass that provides the hook sets the tag
-        that reaches it)."""
+    def never_in_state(self, key: ClassKey, hier: Hierarchy, requirement: tuple, name: str) -> bool:
+        """True when no instance of ``key``'s class or of a project subclass lacking ``name`` can
+        meet ``requirement`` (``(attribute, predicate, default)``, see :func:`_required_flags`): every
+        assignment of the attribute in the class and its ancestors is a literal constant (or, for a
+        truthiness test, a falsy one) that fails the predicate, no framework base has it, nothing in the project stores
+        it on an object from outside (``module.flag = True``, ``setattr``: see
+        :meth:`ClassIndex.flag_sets`), and every project subclass whose classes may give it a passing
+        (or unknown) value defines ``name`` itself."""
+        attr, predicate, default = requirement
         view = self.view
-        if tag not in hier.members or tag == name or view.flag_set(tag):
+        if attr == name or view.flag_set(attr):
             return False
-        if any(tag in view.catalog[c].members for c in hier.catalog if c in view.catalog):
+
+        def passes(summary) -> bool:  # may this class's own assignments give a passing value?
+            value = dict(summary.tags).get(attr)
+            if value is None:  # assigned something that is not one literal constant
+                return not (predicate[0] == "truthy" and attr in summary.falsy)
+            return _passes(predicate, value)
+
+        def framework_has(catalog_names) -> bool:
+            return any(attr in view.catalog[c].members for c in catalog_names if c in view.catalog)
+
+        if framework_has(hier.catalog):
             return False
+        assigned = False
         for k in (key, *hier.ancestors):
             summary = view.summary(k)
             if summary is None:
                 return False
-            if tag in summary.members and dict(summary.tags).get(tag, values and next(iter(values))) in values:
-                return False  # the class's own instances (or an ancestor's value) may match
+            if attr in summary.members:
+                assigned = True
+                if passes(summary):
+                    return False  # the class's own instances (or an ancestor's value) may pass
+        if not assigned and (default is None or _passes(predicate, default)):
+            return False  # nothing assigns it: the read raises first (or a default passes)
         line = {key, *hier.ancestors}
         for sub in view.possible_subclasses(key):
             sub_hier = view.hierarchy(sub)
             if name in sub_hier.members and not (sub_hier.unknown or sub_hier.dynamic):
                 continue
-            if sub_hier.unknown or sub_hier.dynamic or any(
-                    tag in view.catalog[c].members for c in sub_hier.catalog if c in view.catalog):
+            if sub_hier.unknown or sub_hier.dynamic or framework_has(sub_hier.catalog):
                 return False
             for k in (sub, *(a for a in sub_hier.ancestors if a not in line)):
                 summary = view.summary(k)
-                if summary is None or tag in summary.members and \
-                        dict(summary.tags).get(tag, next(iter(values))) in values:
-                    return False  # a subclass lacking the member may carry a matching tag
-        return True
-
-    def flag_never_on(self, key: ClassKey, hier: Hierarchy, flag: str, name: str) -> bool:
-        """See :meth:`unreachable`."""
-        if flag not in hier.members or flag == name or self.view.flag_set(flag):
-            return False
-        if any(flag in self.view.catalog[c].members for c in hier.catalog if c in self.view.catalog):
-            return False
-        for k in (key, *hier.ancestors):
-            summary = self.view.summary(k)
-            if summary is None:
-                return False
-            if flag in summary.members and flag not in summary.falsy:
-                return False
-        for sub in self.view.possible_subclasses(key):
-            summary = self.view.summary(sub)
-            if summary is None or (flag in summary.members and flag not in summary.falsy):
-                sub_hier = self.view.hierarchy(sub)
-                if name not in sub_hier.members or sub_hier.unknown or sub_hier.dynamic:
-                    return False
+                if summary is None or attr in summary.members and passes(summary):
+                    return False  # a subclass lacking the member may be in the state
         return True
 
     # ------------------------------------------------------------------ guards
@@ -1314,14 +1306,13 @@ def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None
         isinstance(second, ast.Name) and second.id == receiver
 
 
-def _required_flags(ctx, anchor: ast.AST, method: ast.AST, receiver: str) -> list[tuple[str, frozenset[str] | None]]:
-    """What must hold of attributes of ``receiver`` for ``anchor`` to run, as ``(attribute, None)``
-    (truthy) or ``(attribute, values)`` (equal to one of ``values``, reprs of truthy literal
-    constants): the conditions of the ``if``/``while``/conditional expression branches and
-    ``and``/``or`` operands around it, up to ``method`` (``if not self.flag: ... else: <anchor>``
-    counts), and early exits before it in an enclosing block (``if not self.flag: return``, or
-    ``raise``/``continue``/``break``, with no ``else``)."""
-    flags: list[tuple[str, frozenset[str] | None]] = []
+def _required_flags(ctx, anchor: ast.AST, method: ast.AST, receiver: str) -> list[tuple]:
+    """What must hold of attributes of ``receiver`` for ``anchor`` to run, as ``(attribute,
+    predicate, default)`` (see :func:`_flags_of`): the conditions of the ``if``/``while``/conditional
+    expression branches and ``and``/``or`` operands around it, up to ``method`` (``if not self.flag:
+    ... else: <anchor>`` counts), and early exits before it in an enclosing block (``if not
+    self.flag: return``, or ``raise``/``continue``/``break``, with no ``else``)."""
+    flags: list[tuple] = []
     child: ast.AST = anchor
     for anc in ctx.ancestors(anchor):
         kind = anc.__class__
@@ -1356,13 +1347,42 @@ def _required_flags(ctx, anchor: ast.AST, method: ast.AST, receiver: str) -> lis
 
 
 _EARLY_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_LITERALS = (str, int, float, bool, type(None))
+
+
+def _passes(predicate: tuple, value: str) -> bool:
+    """Whether the literal constant ``value`` (its repr) meets ``predicate`` (see :func:`_flags_of`)."""
+    kind = predicate[0]
+    if kind == "truthy":
+        try:
+            return bool(ast.literal_eval(value))
+        except (ValueError, SyntaxError):
+            return True
+    if kind == "in":
+        return value in predicate[1]
+    return value != "None"  # "not None"
+
+
+def _state_read(node: ast.AST, receiver: str) -> tuple[str, None] | None:
+    """``(attribute, None)`` when ``node`` reads an attribute of the instance ``receiver``:
+    ``receiver.x`` or ``receiver.__class__.x`` (``None``: no default, the read raises when nothing
+    defines it). ``getattr(receiver, ...)`` and ``type(receiver)`` tests already guard every use
+    under them (:func:`_test_inspects`)."""
+    if node.__class__ is not ast.Attribute:
+        return None
+    value = node.value
+    if value.__class__ is ast.Name and value.id == receiver or value.__class__ is ast.Attribute and \
+            value.attr == "__class__" and value.value.__class__ is ast.Name and value.value.id == receiver:
+        return node.attr, None
+    return None
 
 
 def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list) -> None:
-    """Append to ``out`` what ``test`` being ``truth`` requires of ``receiver``'s attributes:
-    ``(flag, None)`` for a truthy ``receiver.<flag>``, ``(tag, values)`` for ``receiver.<tag>`` equal
-    to one of ``values`` (``==``/``in`` true, ``!=``/``not in`` false; truthy literal constants only,
-    as reprs)."""
+    """Append to ``out`` what ``test`` being ``truth`` requires of ``receiver``'s attributes, as
+    ``(attribute, predicate, default)`` (``default``: see :func:`_state_read`): predicate
+    ``("truthy",)`` for ``self.flag`` true, ``("in", values)`` for ``self.tag`` equal to one of
+    ``values`` (``==``/``in`` true, ``!=``/``not in`` false; truthy literal constants only, as reprs),
+    ``("not None",)`` for ``self.x is not None`` true (``is None`` false)."""
     kind = test.__class__
     if kind is ast.UnaryOp and test.op.__class__ is ast.Not:
         _flags_of(test.operand, not truth, receiver, out)
@@ -1370,23 +1390,33 @@ def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list) -> None:
         if (test.op.__class__ is ast.And) == truth:  # a and b true / a or b false: each operand alike
             for value in test.values:
                 _flags_of(value, truth, receiver, out)
-    elif truth and kind is ast.Attribute and test.value.__class__ is ast.Name and test.value.id == receiver:
-        out.append((test.attr, None))
     elif kind is ast.Compare and len(test.ops) == 1:
         op = test.ops[0].__class__
+        left, right = test.left, test.comparators[0]
+        if op in (ast.Is, ast.IsNot):
+            if right.__class__ is ast.Constant and right.value is None and truth == (op is ast.IsNot):
+                read = _state_read(left, receiver)
+                if read is not None:
+                    out.append((read[0], ("not None",), read[1]))
+            return
         if op not in (ast.Eq, ast.NotEq, ast.In, ast.NotIn) or truth != (op in (ast.Eq, ast.In)):
             return
-        left, right = test.left, test.comparators[0]
-        if op in (ast.Eq, ast.NotEq) and right.__class__ is ast.Attribute:
+        read = _state_read(left, receiver)
+        if read is None and op in (ast.Eq, ast.NotEq):
             left, right = right, left
-        if not (left.__class__ is ast.Attribute and left.value.__class__ is ast.Name and left.value.id == receiver):
+            read = _state_read(left, receiver)
+        if read is None:
             return
         items = right.elts if op in (ast.In, ast.NotIn) and right.__class__ in (ast.Tuple, ast.List, ast.Set) \
             else [right] if op in (ast.Eq, ast.NotEq) else None
         if not items or any(i.__class__ is not ast.Constant or not isinstance(i.value, (str, int, float, bool))
                             or not i.value for i in items):
             return
-        out.append((left.attr, frozenset(repr(i.value) for i in items)))
+        out.append((read[0], ("in", frozenset(repr(i.value) for i in items)), read[1]))
+    elif truth:
+        read = _state_read(test, receiver)
+        if read is not None:
+            out.append((read[0], ("truthy",), read[1]))
 
 
 ARGUMENT_PRESERVING = frozenset({
