@@ -3,7 +3,9 @@
 ``Session.check_bytes`` is the only path from a file's bytes to its final findings:
 
     size limit -> decode -> rule prefilters -> parse (once) -> guarded analysis
-               -> per-file ignores (already in the file's Settings) -> suppressions
+               -> per-file ignores (already in the file's Settings)
+               -> a module that can never be imported reports nothing (:func:`never_imported`)
+               -> suppressions
 
 ``check`` (:func:`run_check`), ``fix`` (:func:`hp_invariants.fixer.fix_source`, which calls
 :meth:`Session.findings` on every round), the pylint plugin and the libcst codemods are adapters over
