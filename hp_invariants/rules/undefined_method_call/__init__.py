@@ -131,6 +131,10 @@ No message when:
   `setattr`), no framework base has it, and every project subclass that may hold the value
   defines the method (the template method selected by a flag or a tag: `flag_never_on`,
   `class_tag_guard`);
+* an earlier use of the same member on the same receiver, already reported, runs before it on
+  every path (the earlier statement of the same block, reached only through `with` and `try`
+  bodies, or the header of the compound statement holding it): the first use raises, so this one
+  never runs; one finding per missing member and path (`repeat_use`);
 * the call sits in a private function or method (`_f`, not `__f__`) that nothing in the project
   calls: no file reads the name (a call, a reference, `getattr(self, "_f")`, a handler table, a
   string prefix such as `f"_on_{event}"`) outside private functions that are themselves never
@@ -808,11 +812,15 @@ class _State:
         for method, kind, receiver, scan in scans:
             if receiver in scan.rebound:
                 continue
-            for func, anchor in _uses(scan):
+            reported: dict[tuple[str, str], list[ast.AST]] = {}  # (receiver, member) -> uses reported
+            for func, anchor in sorted(_uses(scan), key=lambda use: (use[0].lineno, use[0].col_offset)):
                 name = func.attr
                 value = func.value
                 if name.startswith("__") and name.endswith("__") or self.type_ignored(func):
                     continue
+                earlier = reported.setdefault((ast.dump(value), name), [])
+                if any(_runs_first(self.ctx, e, func, method) for e in earlier):
+                    continue  # the same member on the same receiver already failed on every path here
                 if isinstance(value, ast.Name) and value.id == receiver and ok:
                     if self.defined(key, hier, name) or self.guarded(anchor, method, receiver, name, scan.guards):
                         continue
@@ -826,6 +834,7 @@ class _State:
                     yield self.report(func, simple, name, hier.members,
                                       Confidence.HIGH if built else Confidence.INFERENCE, fix, self.evidence(key, built),
                                       hier.catalog)
+                    earlier.append(func)
                 elif _is_super(value, class_node.name, receiver) and ok:
                     if name in hier.inherited or self.guarded(anchor, method, "super()", name, scan.guards):
                         continue
@@ -839,6 +848,7 @@ class _State:
                     yield self.report(func, f"super({simple})", name, hier.inherited,
                                       Confidence.HIGH if built else Confidence.INFERENCE, evidence=self.evidence(key, built),
                                       catalog=hier.catalog)
+                    earlier.append(func)
                 elif kind == "self" and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                         and value.value.id == receiver:
                     if attr_classes is None:
@@ -854,6 +864,7 @@ class _State:
                     yield self.report(func, target[1].rsplit(".", 1)[-1], name, target_hier.members, Confidence.HIGH,
                                       evidence=f"self.{value.attr} is built in __init__ by {target[1]}; "
                                                + self.evidence(target, True), catalog=target_hier.catalog)
+                    earlier.append(func)
 
     def annotates_self(self, annotation: ast.AST, key: ClassKey) -> bool:
         """True when a first parameter's annotation names the class itself, ``Self`` or ``type``."""
@@ -1291,6 +1302,49 @@ def _uses(scan: _Scan) -> Iterator[tuple[ast.Attribute, ast.AST]]:
     for call in scan.calls:
         yield call.func, call  # type: ignore[misc]
     yield from scan.refs
+
+
+def _runs_first(ctx, earlier: ast.AST, later: ast.AST, method: ast.AST) -> bool:
+    """True when the use ``earlier`` is evaluated before ``later`` on every path through ``method``:
+    its statement comes first in a block that holds ``later`` (or is the header of a compound
+    statement holding it: ``if self.m(): ... self.m()``), reached from there only through ``with`` and
+    ``try`` bodies, and the use is not inside a branch of its own statement (a conditional
+    expression, a short-circuit operand after the first, a comprehension, a lambda). A reported use
+    that runs first always raises, so ``later`` never runs with that receiver (one finding per
+    missing member and path)."""
+    child = earlier
+    statement = None
+    for anc in ctx.ancestors(earlier):
+        kind = anc.__class__
+        if kind is ast.IfExp and child is not anc.test or kind is ast.BoolOp and child is not anc.values[0] \
+                or kind in (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
+            return False
+        if isinstance(anc, ast.stmt):
+            statement = anc
+            break
+        child = anc
+    if statement is None or statement is method:
+        return False
+    later_chain = [later, *ctx.ancestors(later)]
+    if any(n is statement for n in later_chain):  # the header of a compound statement holding it
+        return True
+    node = statement
+    while True:
+        parent = ctx.parent(node)
+        if parent is None:
+            return False
+        block = next((b for f in ("body", "orelse", "finalbody") for b in [getattr(parent, f, None)]
+                      if b.__class__ is list and any(n is node for n in b)), None)
+        if block is not None:
+            index = next(i for i, n in enumerate(block) if n is node)
+            for later_node in later_chain:
+                for i, n in enumerate(block):
+                    if n is later_node and i > index:
+                        return True
+        if parent is method or not (isinstance(parent, (ast.With, ast.AsyncWith)) or
+                                    isinstance(parent, ast.Try) and block is parent.body):
+            return False
+        node = parent
 
 
 def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None = None) -> bool:
