@@ -70,10 +70,12 @@ class ClassSummary(NamedTuple):
 
     What E9503's check of this class may ask about, recorded so that the check can tell from the
     index alone that a file holds nothing to report (and skip parsing it: see
-    ``UndefinedMethodCall.check``); each a superset of what the check reads: ``used``: names read
-    on the first parameter of its methods (``self.m``, ``getattr(self, "m")``); ``super_used``:
-    names read on ``super()``; ``attr_uses``: ``(qualified constructor, name)`` for ``self.a.name``
-    where ``__init__`` assigns ``self.a`` from that constructor call.
+    ``UndefinedMethodCall.check``); each a superset of what the check reads, in the methods it
+    checks (neither static methods nor functions whose unannotated first parameter has a name
+    outside ``RECEIVER_NAMES``, called through the class): ``used``: names read on the first
+    parameter (``self.m``, ``getattr(self, "m")``); ``super_used``: names read on ``super()``;
+    ``attr_uses``: ``(qualified constructor, name)`` for ``self.a.name`` where ``__init__`` assigns
+    ``self.a`` from that constructor call.
 
     ``falsy``: the members that every assignment of the class sets to a falsy constant (``False``,
     ``None``, ``0``, ``""``, an empty display): class-body ``flag = False`` and ``self.flag = False``
@@ -169,6 +171,11 @@ class FileSummary(NamedTuple):
     private_defs: tuple[tuple[str, frozenset[str]], ...] = ()
     required: tuple[str, ...] = ()
     private_self: tuple[tuple[str, str, str], ...] = ()
+
+
+RECEIVER_NAMES = frozenset({"self", "cls", "mcs", "mcls", "metacls", "klass", "_self", "self_"})
+"""First-parameter names taken as the instance (or class): a function in a class body whose
+unannotated first parameter has another name is called through the class (``Cls.f(x)``)."""
 
 
 # ---------------------------------------------------------------------- module names
@@ -1018,6 +1025,10 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
         args = method.args.posonlyargs + method.args.args
         receiver = args[0].arg if args else None
         receivers = {receiver} if receiver else set()
+        # the reads E9503's check of the class may report (``_State.check_class``): none in a static
+        # method, nor in a function whose unannotated first parameter is no receiver name
+        reads = seen is not None and receiver is not None and not _static(method) and \
+            (args[0].annotation is not None or receiver in RECEIVER_NAMES)
         in_init = method.name == "__init__" and chains is not None
         in_init_seen = method.name == "__init__" and seen is not None
         falsy_targets: set[int] = set()
@@ -1044,7 +1055,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                         target.value.id in receivers:
                     seen.ctors.setdefault(target.attr, []).append(sub.value.func)
             if kind is ast.Attribute and sub.ctx.__class__ is ast.Load:
-                if seen is not None:
+                if reads:
                     base = sub.value
                     if base.__class__ is ast.Name:
                         if base.id in receivers:
@@ -1086,7 +1097,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                         members.add(name)
             elif kind is ast.Call:
                 dynamic |= _call_members(sub, receivers, members, None if seen is None else seen.varied)
-                if seen is not None and sub.func.__class__ is ast.Name and sub.func.id == "getattr" \
+                if reads and sub.func.__class__ is ast.Name and sub.func.id == "getattr" \
                         and len(sub.args) >= 2 and sub.args[1].__class__ is ast.Constant \
                         and isinstance(sub.args[1].value, str):
                     target = sub.args[0]
@@ -1098,6 +1109,13 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
             elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in receivers:
                 pass
     return members, dynamic, abstract
+
+
+def _static(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """True when ``method`` is decorated ``@staticmethod`` (``@x.staticmethod``), as E9503's check
+    tells a static method (``_method_kind``)."""
+    return any((dotted_name(d.func if d.__class__ is ast.Call else d) or "").rsplit(".", 1)[-1] == "staticmethod"
+               for d in method.decorator_list)
 
 
 _MEMBER_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.Attribute, ast.Subscript, ast.Call})
