@@ -468,6 +468,7 @@ class Resolver:
         self.overrides = overrides
         self.config_file = Path(os.path.abspath(config_file)) if config_file else None
         self._by_folder: dict[str, Config] = {}
+        self._by_file: dict[str, Config] = {}  # a file's absolute path -> the config of its folder
         self._by_pyproject: dict[str, Config] = {}
         self._tables: dict[str, Config | None] = {}  # folder -> config of the nearest table at or above it
         self._defaults: dict[Path, Config] = {}  # project root -> the default configuration rooted there
@@ -478,9 +479,15 @@ class Resolver:
     def config_for(self, path: str | os.PathLike[str]) -> Config:
         """Return the configuration governing ``path`` (a file, or a folder: that folder's own)."""
         absolute = os.path.abspath(path)
-        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        found = self._by_folder.get(absolute) or self._by_file.get(absolute)  # no stat for a path met before
+        if found is not None:
+            return found
+        is_folder = os.path.isdir(absolute)
+        folder = absolute if is_folder else os.path.dirname(absolute)
         found = self._by_folder.get(folder)
         if found is not None:
+            if not is_folder:
+                self._by_file[absolute] = found
             return found
         if self.config_file is not None:
             config = self._load(self.config_file)
@@ -492,6 +499,8 @@ class Resolver:
                 if config is None:
                     config = self._defaults[root] = self.overrides.apply(Config(root=root), self.rules)
         self._by_folder[folder] = config
+        if not is_folder:
+            self._by_file[absolute] = config
         return config
 
     def table_config_for(self, folder: str) -> Config | None:

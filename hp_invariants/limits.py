@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import _signal
 import os
 import signal
 import sys
@@ -69,6 +70,7 @@ class AnalysisTimeout(BaseException):
 # of 30). The exact per-thread CPU clock (``clock_gettime`` of ``pthread_getcpuclockid``) does not
 # have that problem, so a watchdog thread reads it and signals the main thread.
 _SIGNAL = getattr(signal, "SIGPROF", None)
+_SIGNAL_NUMBER = int(_SIGNAL) if _SIGNAL is not None else None
 _TIMER = getattr(signal, "ITIMER_PROF", None)
 
 
@@ -76,6 +78,20 @@ def _on_expiry(signum: int, frame: Any) -> None:
     if _Watchdog.active:
         _Watchdog.active = False
         raise AnalysisTimeout()
+
+
+_MAIN_CLOCK: list = [None, None]  #: [(pid, thread ident), its clock] of the last budget armed
+
+
+def _main_clock(ident: int) -> Callable[[], float]:
+    """:func:`_cpu_clock_of` ``(ident)``, kept for the next budget of the same thread of the same
+    process (a budget is armed per file: the clock is looked up once, not per file; a forked child
+    has other thread ids and looks it up again)."""
+    key = (os.getpid(), ident)
+    if _MAIN_CLOCK[0] != key:
+        _MAIN_CLOCK[1] = _cpu_clock_of(ident)
+        _MAIN_CLOCK[0] = key
+    return _MAIN_CLOCK[1]
 
 
 def _cpu_clock_of(ident: int | None) -> Callable[[], float]:
@@ -238,13 +254,15 @@ def time_budget(seconds: float | None) -> Iterator[bool]:
     ):
         yield False
         return
-    previous = signal.signal(_SIGNAL, _on_expiry)
+    # ``_signal.signal``: the same call as ``signal.signal`` without its conversions of numbers to
+    # enums and back (a budget is armed per file)
+    previous = _signal.signal(_SIGNAL_NUMBER, _on_expiry)
     try:
-        _Watchdog.arm(seconds, _cpu_clock_of(threading.get_ident()))
+        _Watchdog.arm(seconds, _main_clock(threading.get_ident()))
         yield True
     finally:
         _Watchdog.disarm()
-        signal.signal(_SIGNAL, previous if previous is not None else signal.SIG_DFL)
+        _signal.signal(_SIGNAL_NUMBER, previous if previous is not None else _signal.SIG_DFL)
 
 
 @contextlib.contextmanager

@@ -201,6 +201,28 @@ def test_cold_check_parses_each_file_once(tmp_path, monkeypatch):
     assert warm == reference and parsed_warm == []  # results cached: nothing parsed at all
 
 
+def test_reads_outside_checked_methods_need_no_parse(tmp_path, monkeypatch):
+    """E9503 checks the reads on the receiver of methods only: a static method's first parameter
+    (``x.reshape``) and an unannotated first parameter named otherwise than a receiver
+    (``cfg.hidden_size``, a function called through the class) are no receivers, so a file whose only
+    reads of non-members are there is decided from the index alone (not parsed by the check), while
+    a method's own ``self.missing_m()`` is still parsed and reported."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "statics.py").write_text(
+        "class R:\n    def __init__(self):\n        self.n = 1\n"
+        "    @staticmethod\n    def pack(x):\n        return x.reshape(2)\n"
+        "    def helper(cfg):\n        return cfg.hidden_size + getattr(cfg, 'width')\n"
+        "    def go(self):\n        return self.n\n\n\nR().go()\n")
+    (root / "pkg" / "bad.py").write_text(
+        "class B:\n    def go(self):\n        return self.missing_m()\n\n\nB().go()\n")
+    findings, parsed, _ = _cold_check(root, tmp_path / "c0", False, monkeypatch)
+    assert [(os.path.basename(f[0]), f[3]) for f in findings] == [("bad.py", "E9503")]
+    assert sorted(parsed) == ["bad.py"]
+
+
 def test_an_early_analysis_serves_only_the_bytes_it_was_made_from(tmp_path):
     root = _project(tmp_path / "proj", 3)
     from hp_invariants.rules.undefined_method_call.index import ClassIndexFacts

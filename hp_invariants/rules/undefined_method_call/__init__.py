@@ -257,6 +257,7 @@ from hp_invariants.rules.undefined_method_call.index import (
     ClassIndex,
     ClassKey,
     Hierarchy,
+    RECEIVER_NAMES,
     UNKNOWN,
     assigned_name_arg,
     class_nodes,
@@ -329,9 +330,6 @@ def _builtin_exception(name: str) -> bool:
 
 
 GUARD_CALLS = frozenset({"isinstance", "issubclass", "type", "hasattr", "getattr", "callable"})
-RECEIVER_NAMES = frozenset({"self", "cls", "mcs", "mcls", "metacls", "klass", "_self", "self_"})
-"""First-parameter names taken as the instance (or class): a function in a class body whose
-unannotated first parameter has another name is called through the class (``Cls.f(x)``)."""
 NEUTRAL_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic", "typing.Protocol"})
 """Framework ancestors that leave a class incomplete by itself (see ``_State.combinable``)."""
 BACKEND_TARGETS = frozenset({"torch.nn.modules.module.Module", "torch.Tensor", "torch._C.TensorBase"})

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import errno
 import json
 import os
 import sys
@@ -69,10 +70,12 @@ class ClassSummary(NamedTuple):
 
     What E9503's check of this class may ask about, recorded so that the check can tell from the
     index alone that a file holds nothing to report (and skip parsing it: see
-    ``UndefinedMethodCall.check``); each a superset of what the check reads: ``used``: names read
-    on the first parameter of its methods (``self.m``, ``getattr(self, "m")``); ``super_used``:
-    names read on ``super()``; ``attr_uses``: ``(qualified constructor, name)`` for ``self.a.name``
-    where ``__init__`` assigns ``self.a`` from that constructor call.
+    ``UndefinedMethodCall.check``); each a superset of what the check reads, in the methods it
+    checks (neither static methods nor functions whose unannotated first parameter has a name
+    outside ``RECEIVER_NAMES``, called through the class): ``used``: names read on the first
+    parameter (``self.m``, ``getattr(self, "m")``); ``super_used``: names read on ``super()``;
+    ``attr_uses``: ``(qualified constructor, name)`` for ``self.a.name`` where ``__init__`` assigns
+    ``self.a`` from that constructor call.
 
     ``falsy``: the members that every assignment of the class sets to a falsy constant (``False``,
     ``None``, ``0``, ``""``, an empty display): class-body ``flag = False`` and ``self.flag = False``
@@ -170,26 +173,52 @@ class FileSummary(NamedTuple):
     private_self: tuple[tuple[str, str, str], ...] = ()
 
 
+RECEIVER_NAMES = frozenset({"self", "cls", "mcs", "mcls", "metacls", "klass", "_self", "self_"})
+"""First-parameter names taken as the instance (or class): a function in a class body whose
+unannotated first parameter has another name is called through the class (``Cls.f(x)``)."""
+
+
 # ---------------------------------------------------------------------- module names
 def module_name(path: str | os.PathLike[str]) -> tuple[str, bool]:
     """Return ``(dotted module name, is_package)`` of a file.
 
     Walks up through folders holding ``__init__.py``; a file outside any package is named by its
-    stem (as when its folder is on ``sys.path``).
+    stem (as when its folder is on ``sys.path``). String operations and one ``stat`` per folder
+    (it runs for every file, twice in a cold check): the same answers as ``pathlib``'s ``stem``
+    and ``exists`` (which raises on errors other than a missing path, as :func:`_exists` does).
     """
-    p = Path(os.path.abspath(path))
-    stem = p.stem
+    p = os.path.abspath(path)
+    folder, name = os.path.split(p)
+    dot = name.rfind(".")
+    stem = name[:dot] if 0 < dot < len(name) - 1 else name
     is_package = stem == "__init__"
     parts = [] if is_package else [stem]
-    folder = p.parent
-    while (folder / "__init__.py").exists():
-        parts.append(folder.name)
-        if folder.parent == folder:
+    while _exists(os.path.join(folder, "__init__.py")):
+        parent, base = os.path.split(folder)
+        parts.append(base)
+        if parent == folder:
             break
-        folder = folder.parent
+        folder = parent
     if not parts:  # an __init__.py whose folder is not a package (cannot happen) / odd names
-        parts = [p.parent.name or stem]
+        parts = [os.path.basename(os.path.dirname(p)) or stem]
     return ".".join(reversed(parts)), is_package
+
+
+_MISSING_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+"""The ``stat`` errors that mean "no such file" to ``pathlib.Path.exists`` (others raise)."""
+
+
+def _exists(path: str) -> bool:
+    """``pathlib.Path(path).exists()`` without building a ``Path``."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in _MISSING_ERRNOS:
+            return False
+        raise
+    except ValueError:  # an embedded NUL
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------- summarizer
@@ -996,6 +1025,10 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
         args = method.args.posonlyargs + method.args.args
         receiver = args[0].arg if args else None
         receivers = {receiver} if receiver else set()
+        # the reads E9503's check of the class may report (``_State.check_class``): none in a static
+        # method, nor in a function whose unannotated first parameter is no receiver name
+        reads = seen is not None and receiver is not None and not _static(method) and \
+            (args[0].annotation is not None or receiver in RECEIVER_NAMES)
         in_init = method.name == "__init__" and chains is not None
         in_init_seen = method.name == "__init__" and seen is not None
         falsy_targets: set[int] = set()
@@ -1022,7 +1055,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                         target.value.id in receivers:
                     seen.ctors.setdefault(target.attr, []).append(sub.value.func)
             if kind is ast.Attribute and sub.ctx.__class__ is ast.Load:
-                if seen is not None:
+                if reads:
                     base = sub.value
                     if base.__class__ is ast.Name:
                         if base.id in receivers:
@@ -1064,7 +1097,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                         members.add(name)
             elif kind is ast.Call:
                 dynamic |= _call_members(sub, receivers, members, None if seen is None else seen.varied)
-                if seen is not None and sub.func.__class__ is ast.Name and sub.func.id == "getattr" \
+                if reads and sub.func.__class__ is ast.Name and sub.func.id == "getattr" \
                         and len(sub.args) >= 2 and sub.args[1].__class__ is ast.Constant \
                         and isinstance(sub.args[1].value, str):
                     target = sub.args[0]
@@ -1076,6 +1109,13 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
             elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in receivers:
                 pass
     return members, dynamic, abstract
+
+
+def _static(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """True when ``method`` is decorated ``@staticmethod`` (``@x.staticmethod``), as E9503's check
+    tells a static method (``_method_kind``)."""
+    return any((dotted_name(d.func if d.__class__ is ast.Call else d) or "").rsplit(".", 1)[-1] == "staticmethod"
+               for d in method.decorator_list)
 
 
 _MEMBER_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.Attribute, ast.Subscript, ast.Call})
