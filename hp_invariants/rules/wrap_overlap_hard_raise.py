@@ -571,7 +571,9 @@ class _FileChecker:
                 found_here = checker._raise_on_marker(target, param, depth, self._learned_for(func))
                 if found_here:
                     if depth == 0:
-                        self._raise_site.append((checker, target, param, checker._raise_test))
+                        # the checker of another module only (self here would make a reference cycle)
+                        self._raise_site.append((None if checker is self else checker, target, param,
+                                                 checker._raise_test))
                     break
             if not found_here:
                 return None
@@ -603,6 +605,7 @@ class _FileChecker:
         region = {name for loop_scope, walk_loop, walk in self._loops if loop_scope is func
                   for n in _walk_no_scopes(walk_loop.body) for name in self._stores_on(n, walk.var)}
         for checker, target, param, test in self._raise_site:
+            checker = checker or self
             if test is None:
                 return False
             stored = {name for n in _walk_no_scopes(target.body) for name in checker._stores_on(n, param)}
