@@ -186,7 +186,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         if fixable:
             summary += f"; {fixable} fixable with `hp-invariants fix`"
         if unsafe:
-            summary += f"; {unsafe} more with `hp-invariants fix --unsafe-fixes` (review them)"
+            summary += f"; {unsafe} {'more ' if fixable else ''}fixable only with `hp-invariants fix --unsafe-fixes`" \
+                       " (review them)"
         if problems:
             summary += f"; {len(problems)} could not be checked"
         print(summary + ".", file=sys.stderr)

@@ -68,7 +68,12 @@ def never_imported(project: Any, path: str) -> str:
     except ValueError:  # not in a project
         return ""
     i = index.file_index(path)
-    return index.unimportable(i) if i is not None else ""
+    reason = index.unimportable(i) if i is not None else ""
+    if reason and isinstance(project, _TrackingProject):
+        # the answer may change without any .py file changing (a compiled extension built in place,
+        # a data folder created): such a file's results are not cached
+        project.volatile = True
+    return reason
 
 
 def dead_worker_problem(path: str) -> FileProblem:
@@ -203,6 +208,8 @@ class Session:
             return hit
         tracking = _TrackingProject(self.project)
         result = self._check(path, raw, settings, tracking, digest)
+        if tracking.volatile:
+            return result
         try:
             entry = self.results.make_entry(path, digest, settings, result, tracking, where)
         except Exception:  # noqa: BLE001
@@ -422,6 +429,7 @@ class _TrackingProject:
         self.project = project
         self.used: dict[str, tuple] = {}
         self.prefilters: dict[str, str | None] = {}  # facts kind -> prefilter_record of a skipped rule
+        self.volatile = False  # the results depend on more than the project's Python files (never_imported)
 
     def prefiltered(self, rule: Rule, path: str, options: dict | None) -> None:
         """Record that ``rule``'s prefilter, which reads project facts, skipped the file ``path``."""

@@ -665,6 +665,20 @@ def test_results_follow_whether_the_module_can_be_imported(tmp_path, extra):
     assert _check(root, cache, *extra) == (0, [])
 
 
+def test_results_of_a_never_imported_module_follow_a_built_extension(tmp_path):
+    # a module whose import of the project fails is silent; building the missing compiled extension in
+    # place (no .py file changes, so the project's fingerprint does not) makes it importable: its
+    # results are not cached, so the finding appears at once (found by a new-user try)
+    gated = "from pkg._C import fused_op\n\n\ndef shard(model, ws):\n    if ws > 1:\n        fully_shard(model)\n"
+    root = _tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/state.py": gated})
+    cache = tmp_path / "cache"
+    assert _check(root, cache) == (0, [])
+    assert _check(root, cache) == (0, [])
+    (root / "pkg" / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    code, findings = _check(root, cache)
+    assert code == 1 and [f["id"] for f in findings] == ["E9502"]
+
+
 # ---------------------------------------------------------------------- built objects, entry by entry
 def test_table_views_answer_as_the_built_object(tmp_path):
     """A built object's table parts come back as views that read, check and decode each entry when

@@ -373,7 +373,7 @@ def test_summary_counts_unsafe_fixes_apart(tmp_path: Path):
     code, _, err = run_cli("check", str(tmp_path / "m.py"))
     assert code == 1
     assert "2 finding(s)" in err and "; 1 fixable with `hp-invariants fix`;" in err
-    assert "1 more with `hp-invariants fix --unsafe-fixes`" in err
+    assert "1 more fixable only with `hp-invariants fix --unsafe-fixes`" in err
     assert "warning" not in err
 
 

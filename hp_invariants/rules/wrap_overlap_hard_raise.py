@@ -580,26 +580,43 @@ class _FileChecker:
             evidence = found_here
         return evidence
 
-    def _guards_own_transform(self, node: ast.stmt, var: str, loop, func) -> bool:
+    def _guards_own_transform(self, node: ast.stmt, walk: Walk, loop, func) -> bool:
         """True when the check the walk's call ``node`` runs is the guard of a per-module
         transformation, not an overlap check: the called function stores on the module it is given
         the very marker whose test raises (it patches that module and refuses to patch it twice:
         ``assert not hasattr(linear, "super_fwd")`` ... ``linear.super_fwd = ...``), and the walk hands
         it only the modules it selects (the call sits under an ``if`` of the loop body testing the
-        walked submodule: ``isinstance(sub, nn.Linear) and matches(name)``). A deduplicating walk
+        walked submodule or its name: ``isinstance(sub, nn.Linear) and matches(name)``,
+        ``name.endswith("proj")``, or after ``if not ...: continue`` on them). A deduplicating walk
         (``modules()``/``named_modules()``) meets a shared submodule once, so the raise fires only when
         the transformation is applied to the same module again (a tuner applied twice: what it refuses
         on purpose). A walk that marks every submodule it meets (the seed: the region's submodules
         all marked, the shared rotary with them) is region marking and stays reported (a walk of
         ``func`` storing the tested mark on its walked submodules itself), as does a call made for
         every walked submodule."""
+        var = walk.var
+        names = {var} | ({walk.name_var} if walk.name_var else set())
+
+        def tests_walked(test: ast.AST) -> bool:
+            return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(test))
+
         selected = False
+        child: ast.AST = node
         for anc in self.ctx.ancestors(node):
-            if anc is loop:
-                break
-            if isinstance(anc, ast.If) and any(self._is_var(n, var) for n in ast.walk(anc.test)):
+            if isinstance(anc, ast.If) and tests_walked(anc.test) and any(child is n for n in anc.body):
                 selected = True
                 break
+            block = next((b for b in (getattr(anc, "body", None), getattr(anc, "orelse", None))
+                          if b.__class__ is list and any(child is n for n in b)), None)
+            if block is not None and any(  # `if not isinstance(sub, nn.Linear): continue` before it
+                    isinstance(stmt, ast.If) and not stmt.orelse and tests_walked(stmt.test)
+                    and isinstance(stmt.body[-1], ast.Continue)
+                    for stmt in block[:next(i for i, n in enumerate(block) if n is child)]):
+                selected = True
+                break
+            if anc is loop:
+                break
+            child = anc
         if not selected or not self._raise_site:
             return False
         region = {name for loop_scope, walk_loop, walk in self._loops if loop_scope is func
@@ -1238,7 +1255,7 @@ class _FileChecker:
                         aliases = _loop_aliases(loop.body, walk.var) if aliases is None else aliases
                         if not self._root_only_context(node, loop, walk, aliases) and not self._caught(node, loop) \
                                 and not self._skips_visited(node, loop, walk, func) \
-                                and not self._guards_own_transform(node, walk.var, loop, func):
+                                and not self._guards_own_transform(node, walk, loop, func):
                             self.reported.add(id(node))
                             yield self._finding(node, walk, where + ", called with the walked submodule",
                                                 False, None, False)

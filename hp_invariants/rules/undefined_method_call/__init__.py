@@ -143,7 +143,9 @@ No message when:
   since another class's `self._f()` calls that class's own `_f`: `private_same_name_other_class`), it overrides no member of its bases (a framework may call that) and has no decorator but
   pass-through ones (`staticmethod`, `property`, `no_grad`, `lru_cache`, ...): the project's code
   never runs it (a public function stays checked: users may call it);
-* the module can never be imported: one of its unconditional top-level imports of the project
+* the module can never be imported (the pipeline's rule, for every rule: `hp_invariants.engine.never_imported`;
+  such a file's results are not cached, since building an extension in place changes the answer): one
+  of its unconditional top-level imports of the project
   itself fails (`from pkg.mod import Name` where `pkg/mod.py` binds no `Name`, has no `*` import
   and no module `__getattr__`; `import pkg.sub` where the package holds no file or folder `sub`
   and the build files at the project root do not name it, as a compiled extension). Imports of
@@ -407,8 +409,6 @@ class UndefinedMethodCall(UndefinedMethodCallDeclaration):
             summary = summarize(ctx.tree, module, is_package, nodes, functions)
             view = index.overlay(ctx.path, summary)
             file_no = view.file_index(ctx.path)
-        if view.unimportable(file_no):
-            return  # an import of the project itself always fails there: nothing in the module runs
         state = _State(ctx, self, view, file_no, summary.imports)
         found = []
         for qual, class_node in nodes.items():

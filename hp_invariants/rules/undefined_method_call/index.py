@@ -153,7 +153,10 @@ class FileSummary(NamedTuple):
     ``private_refs`` (still in ``private_defs``). See :meth:`ClassIndex.private_live`. ``required``: the qualified targets of
     the module's unconditional top-level imports (``pkg.mod.name`` for ``from pkg.mod import name``,
     ``pkg.mod`` for ``import pkg.mod``): what must exist for the module to import at all (see
-    :meth:`ClassIndex.unimportable`).
+    :meth:`ClassIndex.unimportable`). ``late_names``: names bound by ``global`` statements, ``:=`` and
+    match captures anywhere in the file (they may bind a module-level name); ``dynamic_globals``: the
+    file calls ``globals``/``vars``/``locals``/``exec``/``eval`` or reads ``sys.modules``, so it may bind
+    any name in its own namespace. Both keep an import of such a name from counting as one that fails.
     """
 
     module: str
@@ -171,6 +174,8 @@ class FileSummary(NamedTuple):
     private_defs: tuple[tuple[str, frozenset[str]], ...] = ()
     required: tuple[str, ...] = ()
     private_self: tuple[tuple[str, str, str], ...] = ()
+    late_names: frozenset[str] = frozenset()
+    dynamic_globals: bool = False
 
 
 RECEIVER_NAMES = frozenset({"self", "cls", "mcs", "mcls", "metacls", "klass", "_self", "self_"})
@@ -449,6 +454,8 @@ class _Summarizer:
             uses.add(_intern(VALUE_USE + qual if value else qual))
 
         refs: list[tuple[str, int]] = []  # (private name read, line)
+        late: set[str] = set()  # names bound by `global`, `:=` or a match capture (may be module-level)
+        dynamic_globals = False  # globals()/vars()/locals()/exec/sys.modules: any module name may be bound
         self_refs: list[tuple[str, int]] = []  # (private name read on self/cls/super(), line)
         own_defs: list[ast.AST] = []
         for node in walk_nodes(tree):  # parents before children (breadth-first)
@@ -462,6 +469,8 @@ class _Summarizer:
             elif kind is Call:
                 func = node.func
                 name = func.id if func.__class__ is Name else func.attr if func.__class__ is Attribute else None
+                if name in _DYNAMIC_GLOBALS and func.__class__ is Name:
+                    dynamic_globals = True
                 if simple_class_name(func) is not None:  # test first: use() is rarely needed
                     use(func, False)
                 called.add(name)
@@ -501,6 +510,8 @@ class _Summarizer:
                                 stores.add(("", _intern(attr)))
             elif kind is Attribute:
                 value = node.value
+                if node.attr == "modules" and value.__class__ is Name and value.id == "sys":
+                    dynamic_globals = True  # sys.modules[__name__]: the module object itself
                 if node.ctx.__class__ is not Store:
                     if node.attr == "__dict__" and value.__class__ is Name:
                         marks.append((node.lineno, value.id))
@@ -535,6 +546,17 @@ class _Summarizer:
                     text = node.value
                     if text.__class__ is str and text[:1] == "_" and len(text) < 80:
                         refs.append((text, node.lineno))
+                elif kind in _LATE_BINDINGS:  # names a module may bind outside its plain statements
+                    if kind is ast.Global:
+                        late.update(node.names)
+                    elif kind is ast.NamedExpr:
+                        if node.target.__class__ is Name:
+                            late.add(node.target.id)
+                    elif kind is ast.MatchMapping:
+                        if node.rest:
+                            late.add(node.rest)
+                    elif node.name:  # MatchAs, MatchStar
+                        late.add(node.name)
                 elif (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef) and node.name[:1] == "_" \
                         and not (node.name.startswith("__") and node.name.endswith("__")):
                     own_defs.append(node)  # a dunder (__enter__, __call__) is called by Python itself
@@ -639,7 +661,8 @@ class _Summarizer:
                            frozenset(uses), tuple(sorted(p for p in patched if p[0] != UNKNOWN)),
                            tuple(sorted(stores)), tuple(sorted(param_calls)),
                            frozenset(map(_intern, flag_sets)), tuple(sorted(swapped)),
-                           *_private_refs(refs, own_defs, self_refs, self.raw_classes, self.required(tree)))
+                           *_private_refs(refs, own_defs, self_refs, self.raw_classes, self.required(tree)),
+                           frozenset(map(_intern, late)), dynamic_globals)
 
     def required(self, tree: ast.Module) -> tuple[str, ...]:
         """The targets of the unconditional top-level imports (see :class:`FileSummary`)."""
@@ -652,6 +675,12 @@ class _Summarizer:
                 if mod:
                     found.extend(_intern(f"{mod}.{alias.name}") for alias in stmt.names if alias.name != "*")
         return tuple(found)
+
+
+_LATE_BINDINGS = frozenset({ast.Global, ast.NamedExpr, ast.MatchAs, ast.MatchStar, ast.MatchMapping})
+"""Nodes that may bind a module-level name that the module's plain statements do not show."""
+_DYNAMIC_GLOBALS = frozenset({"globals", "vars", "locals", "exec", "eval"})
+"""Calls through which a module may bind any name in its own namespace."""
 
 
 def _is_prefix(text: str) -> bool:
@@ -1768,7 +1797,8 @@ class ClassIndex:
         module, name = ".".join(parts[:cut]), parts[cut]
         for j in holders:
             summary = self.files[j]
-            if name in summary.imports or summary.star or "__getattr__" in summary.imports:
+            if name in summary.imports or summary.star or "__getattr__" in summary.imports \
+                    or name in summary.late_names or summary.dynamic_globals:
                 return ""
             if summary.is_package and self._may_be_built(self.paths[j], name):
                 return ""
