@@ -252,8 +252,8 @@ import ast
 import re
 from typing import Iterable, Iterator
 
-from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, qualified_scopes,
-                                   walk_function_body, walk_nodes)
+from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, EXITS, child_bodies, child_nodes, dotted_name,
+                                   qualified_scopes, walk_function_body, walk_nodes)
 from hp_invariants.rules.undefined_method_call.index import (
     CatalogEntry,
     ClassIndex,
@@ -1376,7 +1376,7 @@ def _required_flags(ctx, anchor: ast.AST, method: ast.AST, receiver: str) -> lis
                         if stmt is child:
                             break
                         if stmt.__class__ is ast.If and not stmt.orelse and stmt.body and \
-                                stmt.body[-1].__class__ in _EARLY_EXITS:
+                                stmt.body[-1].__class__ in EXITS:
                             _flags_of(stmt.test, False, receiver, flags)
                     break
         if kind is ast.If or kind is ast.While:
@@ -1398,8 +1398,6 @@ def _required_flags(ctx, anchor: ast.AST, method: ast.AST, receiver: str) -> lis
     return flags
 
 
-_EARLY_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-_LITERALS = (str, int, float, bool, type(None))
 
 
 def _passes(predicate: tuple, value: str) -> bool:
