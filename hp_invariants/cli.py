@@ -90,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     cache = sub.add_parser("cache", help="show or clear the cache folder (class index and per-file results)",
                            description="The cache folder: --cache-dir, else the 'cache-dir' key of the project's "
                            "[tool.hp-invariants], else $HP_INVARIANTS_CACHE_DIR, else $XDG_CACHE_HOME/hp-invariants "
-                           "(~/.cache/hp-invariants). It holds plain JSON only; clearing it only costs speed.")
+                           "(~/.cache/hp-invariants). It holds one SQLite database of plain data (no pickles, nothing that runs); "
+                           "clearing it only costs speed.")
     cache.add_argument("action", choices=("dir", "clear"), help="dir: print the folder; clear: delete its cache files")
     cache.add_argument("path", nargs="?", default=".", help="a file or folder of the project (default: .)")
     cache.add_argument("--cache-dir", metavar="DIR", help="the cache folder to show or clear")
