@@ -126,15 +126,23 @@ No message when:
   (`if self.kind == "fused":`, `in ("a", "b")`, an early `if self.kind != "fused": return`) that
   the class and its ancestors never hold (each assigns it one other literal constant), or an
   attribute that must not be `None` (`if self.adapter is not None:`) while the class and its
-  ancestors only ever set it to `None` (read as `self.x` or `self.__class__.x`); in all
+  ancestors only ever set it to `None` (read as `self.x` or `self.__class__.x`; a method or
+  property whose body is `return <constant>` counts as such a tag, read as `self.supports_x()` or
+  `self.is_x`; the name of the instance's class, `self.__class__.__name__ == "Fused"`, is each
+  class's own, and so is the class itself, `self.__class__ is Fused` or `in (A, B)`, an early
+  exit under `self.__class__ is Base`); in all
   cases nothing in the project stores the name on an object from outside (`module.flag = True`,
   `setattr`), no framework base has it, and every project subclass that may hold the value
   defines the method (the template method selected by a flag or a tag: `flag_never_on`,
   `class_tag_guard`);
-* an earlier use of the same member on the same receiver, already reported, runs before it on
-  every path (the earlier statement of the same block, reached only through `with` and `try`
-  bodies, or the header of the compound statement holding it): the first use raises, so this one
-  never runs; one finding per missing member and path (`repeat_use`);
+* on every path through the method to it, a use of the same member on the same receiver that is
+  already reported runs first: a statement before it in an enclosing block never falls through
+  (it evaluates such a use unconditionally, or every branch of it does or ends in
+  `return`/`raise`/`break`/`continue`: `if`/`else`, `with`, a `try` whose handlers that may catch
+  AttributeError do too), or the use is in its own statement or the header of a compound statement
+  holding it, or it is in a `try`'s `else` after such a body. The first use raises, so this one
+  never runs; one finding per missing member and path (a loop body may run zero times and a
+  handler may swallow the error, so those leave the later use reported: `repeat_use`);
 * the call sits in a private function or method (`_f`, not `__f__`) that nothing in the project
   calls: no file reads the name (a call, a reference, `getattr(self, "_f")`, a handler table, a
   string prefix such as `f"_on_{event}"`) outside private functions that are themselves never
@@ -249,6 +257,7 @@ reports only (the right body cannot be known).
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from typing import Iterable, Iterator
 
@@ -676,7 +685,28 @@ class _State:
         (or unknown) value defines ``name`` itself."""
         attr, predicate, default = requirement
         view = self.view
-        if attr == name or view.flag_set(attr):
+        if attr == "__class__.__name__" or attr == "__class__":  # each class's own name, or the class
+            if attr == "__class__":
+                keys = {view.resolve(qualify(ast.Constant(n), self.imports), self.file_no) for n in predicate[1]}
+                if any(type(k) is not tuple for k in keys):
+                    return False  # a class the rule cannot resolve
+
+                def passes_class(k):
+                    return (k in keys) == predicate[2]
+            else:
+                def passes_class(k):
+                    return _passes(predicate, repr(k[1].rsplit(".", 1)[-1]))
+            if passes_class(key):
+                return False
+            for sub in view.possible_subclasses(key):
+                sub_hier = view.hierarchy(sub)
+                if sub_hier.unknown or sub_hier.dynamic:
+                    return False
+                if name not in sub_hier.members and passes_class(sub):
+                    return False
+            return True
+        member = attr[:-2] if attr.endswith("()") else attr  # "m()": the value m returns
+        if member == name or view.flag_set(member):
             return False
 
         def passes(summary) -> bool:  # may this class's own assignments give a passing value?
@@ -686,7 +716,7 @@ class _State:
             return _passes(predicate, value)
 
         def framework_has(catalog_names) -> bool:
-            return any(attr in view.catalog[c].members for c in catalog_names if c in view.catalog)
+            return any(member in view.catalog[c].members for c in catalog_names if c in view.catalog)
 
         if framework_has(hier.catalog):
             return False
@@ -695,7 +725,7 @@ class _State:
             summary = view.summary(k)
             if summary is None:
                 return False
-            if attr in summary.members:
+            if member in summary.members:
                 assigned = True
                 if passes(summary):
                     return False  # the class's own instances (or an ancestor's value) may pass
@@ -710,7 +740,7 @@ class _State:
                 return False
             for k in (sub, *(a for a in sub_hier.ancestors if a not in line)):
                 summary = view.summary(k)
-                if summary is None or attr in summary.members and passes(summary):
+                if summary is None or member in summary.members and passes(summary):
                     return False  # a subclass lacking the member may be in the state
         return True
 
@@ -810,14 +840,16 @@ class _State:
         for method, kind, receiver, scan in scans:
             if receiver in scan.rebound:
                 continue
-            reported: dict[tuple[str, str], list[ast.AST]] = {}  # (receiver, member) -> uses reported
+            reported: dict[tuple[str, str], _FailedBefore] = {}  # (receiver, member) -> uses reported
             for func, anchor in sorted(_uses(scan), key=lambda use: (use[0].lineno, use[0].col_offset)):
                 name = func.attr
                 value = func.value
                 if name.startswith("__") and name.endswith("__") or self.type_ignored(func):
                     continue
-                earlier = reported.setdefault((ast.dump(value), name), [])
-                if any(_runs_first(self.ctx, e, func, method) for e in earlier):
+                earlier = reported.get((ast.dump(value), name))
+                if earlier is None:
+                    earlier = reported[ast.dump(value), name] = _FailedBefore(self.ctx, method)
+                elif earlier.before(func):
                     continue  # the same member on the same receiver already failed on every path here
                 if isinstance(value, ast.Name) and value.id == receiver and ok:
                     if self.defined(key, hier, name) or self.guarded(anchor, method, receiver, name, scan.guards):
@@ -832,7 +864,7 @@ class _State:
                     yield self.report(func, simple, name, hier.members,
                                       Confidence.HIGH if built else Confidence.INFERENCE, fix, self.evidence(key, built),
                                       hier.catalog)
-                    earlier.append(func)
+                    earlier.add(func)
                 elif _is_super(value, class_node.name, receiver) and ok:
                     if name in hier.inherited or self.guarded(anchor, method, "super()", name, scan.guards):
                         continue
@@ -846,7 +878,7 @@ class _State:
                     yield self.report(func, f"super({simple})", name, hier.inherited,
                                       Confidence.HIGH if built else Confidence.INFERENCE, evidence=self.evidence(key, built),
                                       catalog=hier.catalog)
-                    earlier.append(func)
+                    earlier.add(func)
                 elif kind == "self" and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                         and value.value.id == receiver:
                     if attr_classes is None:
@@ -862,7 +894,7 @@ class _State:
                     yield self.report(func, target[1].rsplit(".", 1)[-1], name, target_hier.members, Confidence.HIGH,
                                       evidence=f"self.{value.attr} is built in __init__ by {target[1]}; "
                                                + self.evidence(target, True), catalog=target_hier.catalog)
-                    earlier.append(func)
+                    earlier.add(func)
 
     def annotates_self(self, annotation: ast.AST, key: ClassKey) -> bool:
         """True when a first parameter's annotation names the class itself, ``Self`` or ``type``."""
@@ -1302,47 +1334,120 @@ def _uses(scan: _Scan) -> Iterator[tuple[ast.Attribute, ast.AST]]:
     yield from scan.refs
 
 
-def _runs_first(ctx, earlier: ast.AST, later: ast.AST, method: ast.AST) -> bool:
-    """True when the use ``earlier`` is evaluated before ``later`` on every path through ``method``:
-    its statement comes first in a block that holds ``later`` (or is the header of a compound
-    statement holding it: ``if self.m(): ... self.m()``), reached from there only through ``with`` and
-    ``try`` bodies, and the use is not inside a branch of its own statement (a conditional
-    expression, a short-circuit operand after the first, a comprehension, a lambda). A reported use
-    that runs first always raises, so ``later`` never runs with that receiver (one finding per
-    missing member and path)."""
-    child = earlier
-    statement = None
-    for anc in ctx.ancestors(earlier):
+_CONDITIONAL = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_CATCHES_ATTRIBUTE_ERROR = frozenset({"AttributeError", "Exception", "BaseException"})
+
+
+def _failing_statement(ctx, use: ast.AST, method: ast.AST) -> ast.stmt | None:
+    """The innermost statement that evaluates ``use`` whenever it runs (as its expression, or as the
+    header of a compound statement: an ``if``/``while`` test, a ``for`` iterable, a ``with`` item), or
+    None when ``use`` sits in a branch of its own statement (a conditional expression's arms, a
+    short-circuit operand after the first, a comprehension, a lambda) or in the method's header."""
+    child = use
+    for anc in ctx.ancestors(use):
         kind = anc.__class__
         if kind is ast.IfExp and child is not anc.test or kind is ast.BoolOp and child is not anc.values[0] \
-                or kind in (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
-            return False
+                or kind in _CONDITIONAL:
+            return None
         if isinstance(anc, ast.stmt):
-            statement = anc
-            break
+            return None if anc is method else anc
         child = anc
-    if statement is None or statement is method:
-        return False
-    later_chain = [later, *ctx.ancestors(later)]
-    if any(n is statement for n in later_chain):  # the header of a compound statement holding it
-        return True
-    node = statement
-    while True:
-        parent = ctx.parent(node)
-        if parent is None:
+    return None
+
+
+def _may_catch_attribute_error(handler: ast.ExceptHandler) -> bool:
+    """True unless the handler names only built-in exceptions that are not AttributeError's bases
+    (``except ValueError``, ``except (KeyError, TypeError)``); a bare ``except`` or any other name may."""
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(not isinstance(k, ast.Name) or k.id in _CATCHES_ATTRIBUTE_ERROR or
+               not isinstance(getattr(builtins, k.id, None), type) for k in kinds)
+
+
+class _FailedBefore:
+    """Does a reported use of a member always run, and raise, before a later use? ``uses`` are the
+    reported uses of one missing member on one receiver in ``method``. A statement *never falls
+    through* when it evaluates one of them unconditionally (it raises AttributeError), or ends in
+    ``return``/``raise``/``break``/``continue``, or every branch of it never falls through (``if``
+    with ``else``, ``with``, ``try`` whose handlers that may catch AttributeError never fall through
+    either). A later use runs after a failure on every path when such a statement precedes it in a
+    block on its way up to ``method``, when a use is in its own statement or in the header of a
+    compound statement holding it, or when it is in a ``try``'s ``else`` whose body never falls
+    through. Loops' bodies may run zero times, so they never count for what follows them."""
+
+    __slots__ = ("ctx", "method", "failing", "memo")
+
+    def __init__(self, ctx, method: ast.AST) -> None:
+        self.ctx = ctx
+        self.method = method
+        self.failing: set[int] = set()  # ids of statements that evaluate a reported use unconditionally
+        self.memo: dict[int, bool] = {}
+
+    def add(self, use: ast.AST) -> None:
+        """Record a reported use."""
+        statement = _failing_statement(self.ctx, use, self.method)
+        if statement is not None:
+            self.failing.add(id(statement))
+            self.memo.clear()
+
+    def before(self, later: ast.AST) -> bool:
+        """True when every path through the method to ``later`` has raised at a reported use first."""
+        if not self.failing:
             return False
-        block = next((b for f in ("body", "orelse", "finalbody") for b in [getattr(parent, f, None)]
-                      if b.__class__ is list and any(n is node for n in b)), None)
-        if block is not None:
-            index = next(i for i, n in enumerate(block) if n is node)
-            for later_node in later_chain:
-                for i, n in enumerate(block):
-                    if n is later_node and i > index:
+        node: ast.AST = later
+        for anc in self.ctx.ancestors(later):
+            if id(anc) in self.failing and isinstance(anc, ast.stmt):
+                return True  # its own statement, or the header of a compound statement holding it
+            if anc is self.method:
+                break
+        node = later
+        while True:
+            parent = self.ctx.parent(node)
+            if parent is None or node is self.method:
+                return False
+            block = next((b for f in ("body", "orelse", "finalbody") for b in [getattr(parent, f, None)]
+                          if b.__class__ is list and any(n is node for n in b)), None)
+            if block is not None:
+                for stmt in block:
+                    if stmt is node:
+                        break
+                    if self.never_falls_through(stmt):
                         return True
-        if parent is method or not (isinstance(parent, (ast.With, ast.AsyncWith)) or
-                                    isinstance(parent, ast.Try) and block is parent.body):
-            return False
-        node = parent
+                if parent.__class__ in (ast.Try, ast.TryStar) and block is parent.orelse \
+                        and self.never_falls_through_block(parent.body):
+                    return True  # a try's else runs only when its body completed
+            if parent is self.method:
+                return False
+            node = parent
+
+    def never_falls_through_block(self, block: list) -> bool:
+        return any(self.never_falls_through(stmt) for stmt in block)
+
+    def never_falls_through(self, stmt: ast.stmt) -> bool:
+        """True when ``stmt`` never completes normally (see the class)."""
+        found = self.memo.get(id(stmt))
+        if found is None:
+            self.memo[id(stmt)] = found = self._never_falls_through(stmt)
+        return found
+
+    def _never_falls_through(self, stmt: ast.stmt) -> bool:
+        if id(stmt) in self.failing or isinstance(stmt, EXITS):
+            return True
+        kind = stmt.__class__
+        if kind is ast.If:
+            return self.never_falls_through_block(stmt.body) and self.never_falls_through_block(stmt.orelse)
+        if kind in (ast.With, ast.AsyncWith):
+            return self.never_falls_through_block(stmt.body)
+        if kind in (ast.Try, ast.TryStar):
+            if self.never_falls_through_block(stmt.finalbody):
+                return True
+            if not self.never_falls_through_block(stmt.body + stmt.orelse):
+                return False
+            # a handler that cannot catch AttributeError runs only for another exception, raised
+            # before the failing use unless that use is in the body's first statement
+            first_fails = bool(stmt.body) and id(stmt.body[0]) in self.failing
+            return all(self.never_falls_through_block(h.body) or
+                       first_fails and not _may_catch_attribute_error(h) for h in stmt.handlers)
+        return False
 
 
 def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None = None) -> bool:
@@ -1415,15 +1520,21 @@ def _passes(predicate: tuple, value: str) -> bool:
 
 def _state_read(node: ast.AST, receiver: str) -> tuple[str, None] | None:
     """``(attribute, None)`` when ``node`` reads an attribute of the instance ``receiver``:
-    ``receiver.x`` or ``receiver.__class__.x`` (``None``: no default, the read raises when nothing
-    defines it). ``getattr(receiver, ...)`` and ``type(receiver)`` tests already guard every use
+    ``receiver.x`` or ``receiver.__class__.x``; ``"x()"`` for what a call ``receiver.x()`` returns;
+    ``"__class__.__name__"`` for the name of the instance's class (``None``: no default, the read
+    raises when nothing defines it). ``getattr(receiver, ...)`` and ``type(receiver)`` tests already guard every use
     under them (:func:`_test_inspects`)."""
+    suffix = ""
+    if node.__class__ is ast.Call and not node.args and not node.keywords:
+        node, suffix = node.func, "()"  # receiver.m(): what the method returns (a constant: a tag)
     if node.__class__ is not ast.Attribute:
         return None
     value = node.value
-    if value.__class__ is ast.Name and value.id == receiver or value.__class__ is ast.Attribute and \
-            value.attr == "__class__" and value.value.__class__ is ast.Name and value.value.id == receiver:
-        return node.attr, None
+    if value.__class__ is ast.Name and value.id == receiver:
+        return node.attr + suffix, None
+    if value.__class__ is ast.Attribute and value.attr == "__class__" and value.value.__class__ is ast.Name \
+            and value.value.id == receiver:
+        return ("__class__.__name__" if node.attr == "__name__" and not suffix else node.attr + suffix), None
     return None
 
 
@@ -1432,7 +1543,9 @@ def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list) -> None:
     ``(attribute, predicate, default)`` (``default``: see :func:`_state_read`): predicate
     ``("truthy",)`` for ``self.flag`` true, ``("in", values)`` for ``self.tag`` equal to one of
     ``values`` (``==``/``in`` true, ``!=``/``not in`` false; truthy literal constants only, as reprs),
-    ``("not None",)`` for ``self.x is not None`` true (``is None`` false)."""
+    ``("not None",)`` for ``self.x is not None`` true (``is None`` false); attribute ``"__class__"``
+    with ``("class", names, positive)`` for ``self.__class__ is C`` / ``== C`` / ``in (C, D)``
+    (``positive`` False: the class must not be one of them)."""
     kind = test.__class__
     if kind is ast.UnaryOp and test.op.__class__ is ast.Not:
         _flags_of(test.operand, not truth, receiver, out)
@@ -1443,6 +1556,14 @@ def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list) -> None:
     elif kind is ast.Compare and len(test.ops) == 1:
         op = test.ops[0].__class__
         left, right = test.left, test.comparators[0]
+        if left.__class__ is ast.Attribute and left.attr == "__class__" and left.value.__class__ is ast.Name \
+                and left.value.id == receiver:  # the instance's class: is/==/in a named class or not
+            items = right.elts if right.__class__ in (ast.Tuple, ast.List, ast.Set) else [right]
+            names = [dotted_name(i) for i in items]
+            if op in (ast.Is, ast.IsNot, ast.Eq, ast.NotEq, ast.In, ast.NotIn) and all(names):
+                out.append(("__class__", ("class", frozenset(names), truth == (op in (ast.Is, ast.Eq, ast.In))),
+                            None))
+            return
         if op in (ast.Is, ast.IsNot):
             if right.__class__ is ast.Constant and right.value is None and truth == (op is ast.IsNot):
                 read = _state_read(left, receiver)

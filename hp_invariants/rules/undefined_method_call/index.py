@@ -983,6 +983,29 @@ class _Uses:
                             if len(values) == 1 and name not in self.varied))
 
 
+_CONSTANT_KINDS = (str, int, float, bool, type(None))
+
+
+def _constant_method(method: ast.FunctionDef | ast.AsyncFunctionDef, seen: "_Uses") -> None:
+    """Record a method whose body (after a docstring) is ``return <literal constant>`` as a tag of
+    the class: a property's value under its name (``@property def is_fused(self): return True``),
+    a plain, static or class method's under ``name()`` (``def supports_fast(self): return False``,
+    read as ``self.supports_fast()``); a property computing its value is not one constant."""
+    decorators = {(dotted_name(d) or "").rsplit(".", 1)[-1] for d in method.decorator_list}
+    is_property = bool(decorators & {"property", "cached_property"})
+    if decorators - {"property", "cached_property", "staticmethod", "classmethod"} or \
+            method.__class__ is ast.AsyncFunctionDef:
+        if is_property:
+            seen.varied.add(method.name)
+        return
+    body = method.body[1:] if method.body and method.body[0].__class__ is ast.Expr and \
+        method.body[0].value.__class__ is ast.Constant and isinstance(method.body[0].value.value, str) else method.body
+    value = body[0].value if len(body) == 1 and body[0].__class__ is ast.Return else None
+    constant = value if value is not None and value.__class__ is ast.Constant and \
+        isinstance(value.value, _CONSTANT_KINDS) else None
+    seen.assigned(method.name if is_property else method.name + "()", constant)
+
+
 def class_members(node: ast.ClassDef, chains: list | None = None,
                   seen: "_Uses | None" = None) -> tuple[set[str], bool, set[str]]:
     """Return ``(members, dynamic, abstracts)`` of one class statement (``abstracts``: the names
@@ -1017,6 +1040,8 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
                     if dname.rsplit(".", 1)[-1] in _ABSTRACT_DECORATORS:
                         abstract.add(stmt.name)
                     # @x.setter / @x.deleter keep the property name
+                if seen is not None:
+                    _constant_method(stmt, seen)
             elif isinstance(stmt, ast.ClassDef):
                 members.add(stmt.name)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
