@@ -88,9 +88,12 @@ No message for:
   refuses to patch it twice: `assert not hasattr(linear, "super_fwd")` ... `linear.super_fwd = ...`),
   and no walk of the function marks its submodules with that mark. A deduplicating walk meets a
   shared submodule once, so the raise fires only when the transformation is applied to the same
-  module again (a tuner applied twice), which it refuses on purpose. A call made for every walked
-  submodule, or a walk that marks the region itself, stays reported (`transform_guard`,
-  `transform_guard_ok`). The rule does not read the callers: a transformation applied per region
+  module again (a tuner applied twice), which it refuses on purpose. The same guard written in the
+  walk itself is not reported either: the raise tests a mark that the walk stores on the walked
+  submodule only for the modules it selects (`module.lora_a = ...` after `if not matches(name):
+  continue`), and no other walk of the function stores it. A call made for every walked
+  submodule, or a walk that marks the region itself (every submodule it meets, in this walk or
+  another), stays reported (`transform_guard`, `transform_guard_ok`). The rule does not read the callers: a transformation applied per region
   whose regions share a *selected* module is not reported;
 * a raise that a surrounding `try` in the loop catches (`except Exception`, or the same class);
 * a raise after the walk has skipped every submodule it met before, in this call or an earlier one:
@@ -594,30 +597,7 @@ class _FileChecker:
         all marked, the shared rotary with them) is region marking and stays reported (a walk of
         ``func`` storing the tested mark on its walked submodules itself), as does a call made for
         every walked submodule."""
-        var = walk.var
-        names = {var} | ({walk.name_var} if walk.name_var else set())
-
-        def tests_walked(test: ast.AST) -> bool:
-            return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(test))
-
-        selected = False
-        child: ast.AST = node
-        for anc in self.ctx.ancestors(node):
-            if isinstance(anc, ast.If) and tests_walked(anc.test) and any(child is n for n in anc.body):
-                selected = True
-                break
-            block = next((b for b in (getattr(anc, "body", None), getattr(anc, "orelse", None))
-                          if b.__class__ is list and any(child is n for n in b)), None)
-            if block is not None and any(  # `if not isinstance(sub, nn.Linear): continue` before it
-                    isinstance(stmt, ast.If) and not stmt.orelse and tests_walked(stmt.test)
-                    and isinstance(stmt.body[-1], ast.Continue)
-                    for stmt in block[:next(i for i, n in enumerate(block) if n is child)]):
-                selected = True
-                break
-            if anc is loop:
-                break
-            child = anc
-        if not selected or not self._raise_site:
+        if not self._selected(node, walk, loop) or not self._raise_site:
             return False
         region = {name for loop_scope, walk_loop, walk in self._loops if loop_scope is func
                   for n in _walk_no_scopes(walk_loop.body) for name in self._stores_on(n, walk.var)}
@@ -629,6 +609,59 @@ class _FileChecker:
             if not stored & _markers(test) or region & _markers(test):
                 return False
         return True
+
+    def _selected(self, node: ast.AST, walk: Walk, loop, markers: frozenset | set = frozenset()) -> bool:
+        """True when the walk reaches ``node`` only for the submodules it selects: ``node`` sits under
+        an ``if`` of the loop body testing the walked submodule or its name (``isinstance(sub,
+        nn.Linear) and matches(name)``, ``name.endswith("proj")``), or after ``if not ...: continue``
+        on them. A test reading one of ``markers`` (``if not sub._is_wrapped: sub._is_wrapped =
+        True``) selects by the mark, and a membership test of the submodule object (``if sub in
+        seen: continue``) by a record of visits, not by what the module is: neither counts."""
+        names = {walk.var} | ({walk.name_var} if walk.name_var else set())
+
+        def tests_walked(test: ast.AST) -> bool:
+            if markers and _markers(test) & markers:
+                return False
+            records = {id(n) for c in ast.walk(test) if isinstance(c, ast.Compare) and len(c.ops) == 1
+                       and isinstance(c.ops[0], (ast.In, ast.NotIn)) and self._is_walked(c.left, walk.var)
+                       for n in ast.walk(c.left)}
+            return any(isinstance(n, ast.Name) and n.id in names and id(n) not in records for n in ast.walk(test))
+
+        child: ast.AST = node
+        for anc in self.ctx.ancestors(node):
+            if isinstance(anc, ast.If) and tests_walked(anc.test) and any(child is n for n in anc.body):
+                return True
+            block = next((b for b in (getattr(anc, "body", None), getattr(anc, "orelse", None))
+                          if b.__class__ is list and any(child is n for n in b)), None)
+            if block is not None and any(  # `if not isinstance(sub, nn.Linear): continue` before it
+                    isinstance(stmt, ast.If) and not stmt.orelse and tests_walked(stmt.test)
+                    and isinstance(stmt.body[-1], ast.Continue)
+                    for stmt in block[:next(i for i, n in enumerate(block) if n is child)]):
+                return True
+            if anc is loop:
+                return False
+            child = anc
+        return False
+
+    def _inline_transform_guard(self, node: ast.If, test: ast.AST, walk: Walk, loop, func) -> bool:
+        """True when the raise under ``node`` (its marker test ``test``, in the walk ``loop``) is the
+        guard of a per-module transformation written in the walk itself: the marks it tests are
+        stored on the walked submodule only by this walk, only for the submodules it selects (under a
+        test of the submodule or its name, as :meth:`_selected` reads it: ``module.lora_a = ...`` for
+        the targets of a tuner), and by no other walk of the function (no region marking). The walk
+        marks only what it transforms, so a shared submodule the transformation does not select is
+        never marked, and a selected one is met once per application: the raise refuses a second
+        application of the transformation (a tuner applied twice), on purpose; the marking of a
+        whole region (the seed: every submodule of a layer) stays reported."""
+        markers = _markers(test)
+        stores = [n for n in _walk_no_scopes(loop.body) if markers & set(self._stores_on(n, walk.var))]
+        if not stores or not all(self._selected(n, walk, loop, markers) for n in stores):
+            return False
+        if any(isinstance(n, ast.Call) and markers & set(self._helper_stores(n, walk.var, func))
+               for n in _walk_no_scopes(loop.body)):
+            return False  # a helper marks the walked submodules: not read here
+        return not any(loop_scope is func and other is not loop and markers & set(self._stores_on(n, other_walk.var))
+                       for loop_scope, other, other_walk in self._loops for n in _walk_no_scopes(other.body))
 
     def _learned_for(self, func: ast.AST | None) -> frozenset:
         return self.learned_markers(func) | self._extra_markers if func is not None else self._extra_markers
@@ -1272,7 +1305,8 @@ class _FileChecker:
                 if not hazard or not branch:
                     continue
                 safe = facts.a if in_body else facts.c
-                if self._side_root_only(test, in_body, walk) or self._root_only_context(node, loop, walk, aliases):
+                if self._side_root_only(test, in_body, walk) or self._root_only_context(node, loop, walk, aliases) \
+                        or self._inline_transform_guard(node, test, walk, loop, func):
                     continue
                 for stmt, where in self._raising_statements(branch, func):
                     if id(stmt) in self.reported or self._caught(stmt, loop) or self._skips_visited(stmt, loop, walk, func):
