@@ -128,7 +128,8 @@ No message when:
   attribute that must not be `None` (`if self.adapter is not None:`) while the class and its
   ancestors only ever set it to `None` (read as `self.x` or `self.__class__.x`; a method or
   property whose body is `return <constant>` counts as such a tag, read as `self.supports_x()` or
-  `self.is_x`; the name of the instance's class, `self.__class__.__name__ == "Fused"`, is each
+  `self.is_x`; the name of the instance's class, `self.__class__.__name__ == "Fused"`, `"Fused" in
+  ...`, `.startswith(...)`/`.endswith(...)`, `cls.__name__` in a class method, is each
   class's own, and so is the class itself, `self.__class__ is Fused` or `in (A, B)`, an early
   exit under `self.__class__ is Base`); in all
   cases nothing in the project stores the name on an object from outside (`module.flag = True`,
@@ -142,7 +143,10 @@ No message when:
   AttributeError do too), or the use is in its own statement or the header of a compound statement
   holding it, or it is in a `try`'s `else` after such a body. The first use raises, so this one
   never runs; one finding per missing member and path (a loop body may run zero times and a
-  handler may swallow the error, so those leave the later use reported: `repeat_use`);
+  handler may swallow the error, so those leave the later use reported: `repeat_use`). Across
+  methods: when the class's `__init__` always raises at a reported use of the member and every
+  project subclass lacking it runs that `__init__`, no instance lacking it can be built, so its uses
+  in the other methods never run (reported once, at the constructor);
 * the call sits in a private function or method (`_f`, not `__f__`) that nothing in the project
   calls: no file reads the name (a call, a reference, `getattr(self, "_f")`, a handler table, a
   string prefix such as `f"_on_{event}"`) outside private functions that are themselves never
@@ -744,6 +748,28 @@ class _State:
                     return False  # a subclass lacking the member may be in the state
         return True
 
+    def never_constructed(self, key: ClassKey, hier: Hierarchy, name: str) -> bool:
+        """True when no instance lacking ``name`` can be made by calling the class: ``key``'s own
+        ``__init__`` always raises at a use of ``name`` (see the caller) and every project subclass
+        lacking ``name`` runs that ``__init__`` (no class between them defines one). A use of
+        ``name`` in another method of the class then never runs on such an instance: one finding
+        per missing member, at the constructor."""
+        view = self.view
+        line = {key, *hier.ancestors}
+        for sub in view.possible_subclasses(key):
+            sub_hier = view.hierarchy(sub)
+            if sub_hier.unknown or sub_hier.dynamic:
+                return False
+            if name in sub_hier.members:
+                continue
+            for k in (sub, *sub_hier.ancestors):
+                if k in line:
+                    continue
+                summary = view.summary(k)
+                if summary is None or "__init__" in summary.members:
+                    return False
+        return True
+
     # ------------------------------------------------------------------ guards
     def guarded(self, call: ast.Call, func: ast.AST, receiver: str, name: str, guards: set) -> bool:
         """hasattr/getattr on (receiver, name) in ``func``; try/except AttributeError; isinstance if."""
@@ -837,6 +863,8 @@ class _State:
             self.scans[method] = scan
             scans.append((method, kind, receiver, scan))
         attr_classes: dict[str, ClassKey] | None = None
+        scans.sort(key=lambda item: item[0].name != "__init__")  # the constructor first (stable)
+        unconstructible: set[str] = set()  # members whose reported use makes __init__ always raise
         for method, kind, receiver, scan in scans:
             if receiver in scan.rebound:
                 continue
@@ -858,6 +886,8 @@ class _State:
                         continue
                     if self.unreachable(anchor, method, receiver, key, hier, name):
                         continue
+                    if name in unconstructible and kind == "self" and self.never_constructed(key, hier, name):
+                        continue  # no instance lacking it exists: its constructor raised at this member
                     fix = self.accessor_fix(key, hier, class_node, name) \
                         if kind == "self" and anchor.__class__ is ast.Call and anchor.func is func else None
                     built = self.used(key, hier)
@@ -895,6 +925,10 @@ class _State:
                                       evidence=f"self.{value.attr} is built in __init__ by {target[1]}; "
                                                + self.evidence(target, True), catalog=target_hier.catalog)
                     earlier.add(func)
+            if method.name == "__init__" and kind == "self":
+                own = ast.dump(ast.Name(id=receiver, ctx=ast.Load()))
+                unconstructible.update(member for (value_dump, member), uses in reported.items()
+                                       if value_dump == own and uses.always_raises(method.body))
 
     def annotates_self(self, annotation: ast.AST, key: ClassKey) -> bool:
         """True when a first parameter's annotation names the class itself, ``Self`` or ``type``."""
@@ -1419,33 +1453,41 @@ class _FailedBefore:
                 return False
             node = parent
 
-    def never_falls_through_block(self, block: list) -> bool:
-        return any(self.never_falls_through(stmt) for stmt in block)
+    def never_falls_through_block(self, block: list, exits: tuple = EXITS) -> bool:
+        return any(self.never_falls_through(stmt, exits) for stmt in block)
 
-    def never_falls_through(self, stmt: ast.stmt) -> bool:
-        """True when ``stmt`` never completes normally (see the class)."""
-        found = self.memo.get(id(stmt))
+    def always_raises(self, block: list) -> bool:
+        """True when running ``block`` (a method's body) always raises: as never falling through,
+        with ``raise`` the only exit (a ``return`` completes the call)."""
+        return self.never_falls_through_block(block, (ast.Raise,))
+
+    def never_falls_through(self, stmt: ast.stmt, exits: tuple = EXITS) -> bool:
+        """True when ``stmt`` never completes normally (see the class); ``exits``: the statements
+        that leave it."""
+        key = (id(stmt), exits is EXITS)
+        found = self.memo.get(key)
         if found is None:
-            self.memo[id(stmt)] = found = self._never_falls_through(stmt)
+            self.memo[key] = found = self._never_falls_through(stmt, exits)
         return found
 
-    def _never_falls_through(self, stmt: ast.stmt) -> bool:
-        if id(stmt) in self.failing or isinstance(stmt, EXITS):
+    def _never_falls_through(self, stmt: ast.stmt, exits: tuple) -> bool:
+        if id(stmt) in self.failing or isinstance(stmt, exits):
             return True
         kind = stmt.__class__
         if kind is ast.If:
-            return self.never_falls_through_block(stmt.body) and self.never_falls_through_block(stmt.orelse)
+            return self.never_falls_through_block(stmt.body, exits) and \
+                self.never_falls_through_block(stmt.orelse, exits)
         if kind in (ast.With, ast.AsyncWith):
-            return self.never_falls_through_block(stmt.body)
+            return self.never_falls_through_block(stmt.body, exits)
         if kind in (ast.Try, ast.TryStar):
-            if self.never_falls_through_block(stmt.finalbody):
+            if self.never_falls_through_block(stmt.finalbody, exits):
                 return True
-            if not self.never_falls_through_block(stmt.body + stmt.orelse):
+            if not self.never_falls_through_block(stmt.body + stmt.orelse, exits):
                 return False
             # a handler that cannot catch AttributeError runs only for another exception, raised
             # before the failing use unless that use is in the body's first statement
             first_fails = bool(stmt.body) and id(stmt.body[0]) in self.failing
-            return all(self.never_falls_through_block(h.body) or
+            return all(self.never_falls_through_block(h.body, exits) or
                        first_fails and not _may_catch_attribute_error(h) for h in stmt.handlers)
         return False
 
@@ -1515,6 +1557,10 @@ def _passes(predicate: tuple, value: str) -> bool:
             return True
     if kind == "in":
         return value in predicate[1]
+    if kind in ("contains", "startswith", "endswith"):  # a test of a class name (a str constant)
+        text = ast.literal_eval(value)
+        return isinstance(text, str) and any(
+            (p in text) if kind == "contains" else getattr(text, kind)(p) for p in predicate[1])
     return value != "None"  # "not None"
 
 
@@ -1531,6 +1577,8 @@ def _state_read(node: ast.AST, receiver: str) -> tuple[str, None] | None:
         return None
     value = node.value
     if value.__class__ is ast.Name and value.id == receiver:
+        if receiver == "cls" and node.attr == "__name__" and not suffix:
+            return "__class__.__name__", None  # a class method's class
         return node.attr + suffix, None
     if value.__class__ is ast.Attribute and value.attr == "__class__" and value.value.__class__ is ast.Name \
             and value.value.id == receiver:
@@ -1545,7 +1593,9 @@ def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list) -> None:
     ``values`` (``==``/``in`` true, ``!=``/``not in`` false; truthy literal constants only, as reprs),
     ``("not None",)`` for ``self.x is not None`` true (``is None`` false); attribute ``"__class__"``
     with ``("class", names, positive)`` for ``self.__class__ is C`` / ``== C`` / ``in (C, D)``
-    (``positive`` False: the class must not be one of them)."""
+    (``positive`` False: the class must not be one of them); attribute ``"__class__.__name__"`` also
+    with ``("contains", (s,))`` for ``s in self.__class__.__name__`` and ``("startswith", prefixes)``
+    / ``("endswith", suffixes)`` for those calls on it (``cls.__name__`` in a class method)."""
     kind = test.__class__
     if kind is ast.UnaryOp and test.op.__class__ is ast.Not:
         _flags_of(test.operand, not truth, receiver, out)
@@ -1572,6 +1622,10 @@ def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list) -> None:
             return
         if op not in (ast.Eq, ast.NotEq, ast.In, ast.NotIn) or truth != (op in (ast.Eq, ast.In)):
             return
+        if op in (ast.In, ast.NotIn) and left.__class__ is ast.Constant and isinstance(left.value, str) \
+                and left.value and _state_read(right, receiver) == ("__class__.__name__", None):
+            out.append(("__class__.__name__", ("contains", (left.value,)), None))  # "Qwen" in the class name
+            return
         read = _state_read(left, receiver)
         if read is None and op in (ast.Eq, ast.NotEq):
             left, right = right, left
@@ -1584,6 +1638,12 @@ def _flags_of(test: ast.AST, truth: bool, receiver: str, out: list) -> None:
                             or not i.value for i in items):
             return
         out.append((read[0], ("in", frozenset(repr(i.value) for i in items)), read[1]))
+    elif truth and kind is ast.Call and test.func.__class__ is ast.Attribute and \
+            test.func.attr in ("startswith", "endswith") and len(test.args) == 1 and not test.keywords and \
+            _state_read(test.func.value, receiver) == ("__class__.__name__", None):
+        items = test.args[0].elts if test.args[0].__class__ is ast.Tuple else [test.args[0]]
+        if items and all(i.__class__ is ast.Constant and isinstance(i.value, str) for i in items):
+            out.append(("__class__.__name__", (test.func.attr, tuple(i.value for i in items)), None))
     elif truth:
         read = _state_read(test, receiver)
         if read is not None:
