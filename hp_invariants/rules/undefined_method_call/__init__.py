@@ -136,17 +136,20 @@ No message when:
   `setattr`), no framework base has it, and every project subclass that may hold the value
   defines the method (the template method selected by a flag or a tag: `flag_never_on`,
   `class_tag_guard`);
-* on every path through the method to it, a use of the same member on the same receiver that is
-  already reported runs first: a statement before it in an enclosing block never falls through
+* on every path through the method to it, something that always raises AttributeError runs
+  first, so this line never runs: a use already reported (of any member, on any receiver), or a
+  plain read of a member the instance lacks by the same evidence (`h = self.embed.word(x)` with
+  no `embed` anywhere: plain reads are not reported themselves, a read is outside this rule).
+  "Runs first": a statement before it in an enclosing block never falls through
   (it evaluates such a use unconditionally, or every branch of it does or ends in
   `return`/`raise`/`break`/`continue`: `if`/`else`, `with`, a `try` whose handlers that may catch
   AttributeError do too), or the use is in its own statement or the header of a compound statement
-  holding it, or it is in a `try`'s `else` after such a body. The first use raises, so this one
-  never runs; one finding per missing member and path (a loop body may run zero times and a
+  holding it, or it is in a `try`'s `else` after such a body. The first failure raises, so this
+  one never runs; one finding per path (a loop body may run zero times and a
   handler may swallow the error, so those leave the later use reported: `repeat_use`). Across
-  methods: when the class's `__init__` always raises at a reported use of the member and every
-  project subclass lacking it runs that `__init__`, no instance lacking it can be built, so its uses
-  in the other methods never run (reported once, at the constructor);
+  methods: when the class's `__init__` always raises at reported uses of its missing members and
+  every project subclass lacking this member lacks those too and runs that `__init__`, no such
+  instance can be built, so the uses in the other methods never run (reported at the constructor);
 * the call sits in a private function or method (`_f`, not `__f__`) that nothing in the project
   calls: no file reads the name (a call, a reference, `getattr(self, "_f")`, a handler table, a
   string prefix such as `f"_on_{event}"`) outside private functions that are themselves never
@@ -748,12 +751,35 @@ class _State:
                     return False  # a subclass lacking the member may be in the state
         return True
 
-    def never_constructed(self, key: ClassKey, hier: Hierarchy, name: str) -> bool:
+    def missing_reads(self, method: ast.AST, receiver: str, key: ClassKey, hier: Hierarchy,
+                      scan: "_Scan") -> list[ast.Attribute]:
+        """The attribute reads ``receiver.x`` in ``method`` (plain reads, not calls: those are the
+        uses) of members the instance lacks by the same evidence as a finding: not defined nor
+        stored anywhere, not dunder, not guarded, no subclass of an open class providing it, not in
+        a branch its state never reaches, no ``# type: ignore``. Such a read raises AttributeError
+        whenever it runs (``x = self.embeddings.word(...)`` with no ``embeddings`` in the MRO), so a
+        use after it on every path never runs."""
+        found = []
+        uses = {id(call.func) for call in scan.calls}
+        for node in ast.walk(method):
+            if node.__class__ is not ast.Attribute or node.ctx.__class__ is not ast.Load or id(node) in uses:
+                continue
+            value, name = node.value, node.attr
+            if value.__class__ is not ast.Name or value.id != receiver or name.startswith("__") and name.endswith("__"):
+                continue
+            if self.defined(key, hier, name) or self.guarded(node, method, receiver, name, scan.guards) \
+                    or self.open_class(key, hier) and self.subclass_provides(key, name) \
+                    or self.unreachable(node, method, receiver, key, hier, name) or self.type_ignored(node):
+                continue
+            found.append(node)
+        return found
+
+    def never_constructed(self, key: ClassKey, hier: Hierarchy, name: str, failing: set[str]) -> bool:
         """True when no instance lacking ``name`` can be made by calling the class: ``key``'s own
-        ``__init__`` always raises at a use of ``name`` (see the caller) and every project subclass
-        lacking ``name`` runs that ``__init__`` (no class between them defines one). A use of
-        ``name`` in another method of the class then never runs on such an instance: one finding
-        per missing member, at the constructor."""
+        ``__init__`` always raises at the uses of its missing members ``failing`` (see the caller),
+        and every project subclass lacking ``name`` lacks them too and runs that ``__init__`` (no
+        class between them defines one). A use of ``name`` in another method of the class then
+        never runs on such an instance: the constructor's finding is the one that runs."""
         view = self.view
         line = {key, *hier.ancestors}
         for sub in view.possible_subclasses(key):
@@ -762,6 +788,8 @@ class _State:
                 return False
             if name in sub_hier.members:
                 continue
+            if failing & sub_hier.members:
+                return False  # it provides a member the constructor needs: its instances are built
             for k in (sub, *sub_hier.ancestors):
                 if k in line:
                     continue
@@ -864,21 +892,25 @@ class _State:
             scans.append((method, kind, receiver, scan))
         attr_classes: dict[str, ClassKey] | None = None
         scans.sort(key=lambda item: item[0].name != "__init__")  # the constructor first (stable)
-        unconstructible: set[str] = set()  # members whose reported use makes __init__ always raise
+        unconstructible: set[str] = set()  # members of the receiver whose uses make __init__ always raise
         for method, kind, receiver, scan in scans:
             if receiver in scan.rebound:
                 continue
-            reported: dict[tuple[str, str], _FailedBefore] = {}  # (receiver, member) -> uses reported
+            failed = _FailedBefore(self.ctx, method)  # the uses reported in this method
+            constructor = _FailedBefore(self.ctx, method) if method.name == "__init__" and kind == "self" else None
+            own_members: set[str] = set()  # the receiver's members reported in the constructor
+            reads: list[ast.Attribute] | None = None  # reads of members the receiver lacks (computed once)
             for func, anchor in sorted(_uses(scan), key=lambda use: (use[0].lineno, use[0].col_offset)):
                 name = func.attr
                 value = func.value
                 if name.startswith("__") and name.endswith("__") or self.type_ignored(func):
                     continue
-                earlier = reported.get((ast.dump(value), name))
-                if earlier is None:
-                    earlier = reported[ast.dump(value), name] = _FailedBefore(self.ctx, method)
-                elif earlier.before(func):
-                    continue  # the same member on the same receiver already failed on every path here
+                if failed.before(func):
+                    continue  # a reported use already raised on every path to it: this line never runs
+                if reads is None and kind == "self" and ok:
+                    reads = self.missing_reads(method, receiver, key, hier, scan)
+                if reads and _read_fails_first(self.ctx, reads, func, method):
+                    continue  # a read of a member the instance lacks raised first: this line never runs
                 if isinstance(value, ast.Name) and value.id == receiver and ok:
                     if self.defined(key, hier, name) or self.guarded(anchor, method, receiver, name, scan.guards):
                         continue
@@ -886,15 +918,18 @@ class _State:
                         continue
                     if self.unreachable(anchor, method, receiver, key, hier, name):
                         continue
-                    if name in unconstructible and kind == "self" and self.never_constructed(key, hier, name):
-                        continue  # no instance lacking it exists: its constructor raised at this member
+                    if unconstructible and kind == "self" and self.never_constructed(key, hier, name, unconstructible):
+                        continue  # no instance lacking it exists: its constructor always raises first
                     fix = self.accessor_fix(key, hier, class_node, name) \
                         if kind == "self" and anchor.__class__ is ast.Call and anchor.func is func else None
                     built = self.used(key, hier)
                     yield self.report(func, simple, name, hier.members,
                                       Confidence.HIGH if built else Confidence.INFERENCE, fix, self.evidence(key, built),
                                       hier.catalog)
-                    earlier.add(func)
+                    failed.add(func)
+                    if constructor is not None:
+                        constructor.add(func)
+                        own_members.add(name)
                 elif _is_super(value, class_node.name, receiver) and ok:
                     if name in hier.inherited or self.guarded(anchor, method, "super()", name, scan.guards):
                         continue
@@ -908,7 +943,7 @@ class _State:
                     yield self.report(func, f"super({simple})", name, hier.inherited,
                                       Confidence.HIGH if built else Confidence.INFERENCE, evidence=self.evidence(key, built),
                                       catalog=hier.catalog)
-                    earlier.add(func)
+                    failed.add(func)
                 elif kind == "self" and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                         and value.value.id == receiver:
                     if attr_classes is None:
@@ -924,11 +959,9 @@ class _State:
                     yield self.report(func, target[1].rsplit(".", 1)[-1], name, target_hier.members, Confidence.HIGH,
                                       evidence=f"self.{value.attr} is built in __init__ by {target[1]}; "
                                                + self.evidence(target, True), catalog=target_hier.catalog)
-                    earlier.add(func)
-            if method.name == "__init__" and kind == "self":
-                own = ast.dump(ast.Name(id=receiver, ctx=ast.Load()))
-                unconstructible.update(member for (value_dump, member), uses in reported.items()
-                                       if value_dump == own and uses.always_raises(method.body))
+                    failed.add(func)
+            if constructor is not None and own_members and constructor.always_raises(method.body):
+                unconstructible = own_members
 
     def annotates_self(self, annotation: ast.AST, key: ClassKey) -> bool:
         """True when a first parameter's annotation names the class itself, ``Self`` or ``type``."""
@@ -1490,6 +1523,22 @@ class _FailedBefore:
             return all(self.never_falls_through_block(h.body, exits) or
                        first_fails and not _may_catch_attribute_error(h) for h in stmt.handlers)
         return False
+
+
+def _read_fails_first(ctx, reads: list[ast.Attribute], use: ast.AST, method: ast.AST) -> bool:
+    """True when one of ``reads`` (attribute reads that always raise, see
+    :meth:`_State.missing_reads`) runs before ``use`` on every path through ``method`` (see
+    :class:`_FailedBefore`); a read in the statement of ``use`` counts only when it starts before it
+    (``self.m(self.missing)`` looks ``self.m`` up first)."""
+    failed = _FailedBefore(ctx, method)
+    statement = next((a for a in ctx.ancestors(use) if isinstance(a, ast.stmt)), None)
+    position = (use.lineno, use.col_offset)
+    for read in reads:
+        if read is use or (read.lineno, read.col_offset) >= position and \
+                next((a for a in ctx.ancestors(read) if isinstance(a, ast.stmt)), None) is statement:
+            continue
+        failed.add(read)
+    return failed.before(use)
 
 
 def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None = None) -> bool:
