@@ -139,7 +139,8 @@ No message when:
 * on every path through the method to it, something that always raises AttributeError runs
   first, so this line never runs: a use already reported (of any member, on any receiver), or a
   plain read of a member the instance lacks by the same evidence (`h = self.embed.word(x)` with
-  no `embed` anywhere: plain reads are not reported themselves, a read is outside this rule).
+  no `embed` anywhere: plain reads are not reported themselves, a read is outside this rule); the
+  same holds for calls on annotated parameters and on locals bound to a wrapper.
   "Runs first": a statement before it in an enclosing block never falls through
   (it evaluates such a use unconditionally, or every branch of it does or ends in
   `return`/`raise`/`break`/`continue`: `if`/`else`, `with`, a `try` whose handlers that may catch
@@ -1040,9 +1041,10 @@ class _State:
             for name in list(typed):
                 if (name, "") in scan.guards:
                     typed.pop(name)
-            for call in scan.calls:
+            failed = _FailedBefore(self.ctx, func)  # one finding per path (see check_class)
+            for call in sorted(scan.calls, key=lambda c: (c.lineno, c.col_offset)):
                 value = call.func.value  # type: ignore[attr-defined]
-                if not (isinstance(value, ast.Name) and value.id in typed):
+                if not (isinstance(value, ast.Name) and value.id in typed) or failed.before(call.func):
                     continue
                 key = typed[value.id]
                 name = call.func.attr  # type: ignore[attr-defined]
@@ -1060,6 +1062,7 @@ class _State:
                                   evidence=f"parameter '{value.id}' annotated {key[1].rsplit('.', 1)[-1]} (a subclass "
                                            f"instance may be passed); " + self.evidence(key, self.used(key, hier)),
                                   catalog=hier.catalog)
+                failed.add(call.func)
 
     # ------------------------------------------------------------------ locals bound to framework wrappers
     def check_wrapped(self, functions: list) -> Iterator[Finding]:
@@ -1085,9 +1088,10 @@ class _State:
             if not bound:
                 continue
             scan = self.top_scan(func)
-            for call in scan.calls:
+            failed = _FailedBefore(self.ctx, func)  # one finding per path (see check_class)
+            for call in sorted(scan.calls, key=lambda c: (c.lineno, c.col_offset)):
                 value = call.func.value  # type: ignore[attr-defined]
-                if value.__class__ is not ast.Name or value.id not in bound:
+                if value.__class__ is not ast.Name or value.id not in bound or failed.before(call.func):
                     continue
                 entry, after = bound[value.id]
                 name = call.func.attr  # type: ignore[attr-defined]
@@ -1100,6 +1104,7 @@ class _State:
                 yield self.report(call.func, entry.qualname.rsplit(".", 1)[-1], name, entry.members, Confidence.HIGH,
                                   evidence=f"'{value.id}' is bound once to {entry.qualname} (catalog), which forwards "
                                            f"no attribute to the wrapped module", catalog=(entry.qualname,))
+                failed.add(call.func)
 
     # ------------------------------------------------------------------ the accessor fix
     def accessor_fix(self, key: ClassKey, hier: Hierarchy, class_node: ast.ClassDef, name: str):
