@@ -148,9 +148,10 @@ No message when:
   holding it, or it is in a `try`'s `else` after such a body. The first failure raises, so this
   one never runs; one finding per path (a loop body may run zero times and a
   handler may swallow the error, so those leave the later use reported: `repeat_use`). Across
-  methods: when the class's `__init__` always raises at reported uses of its missing members and
-  every project subclass lacking this member lacks those too and runs that `__init__`, no such
-  instance can be built, so the uses in the other methods never run (reported at the constructor);
+  methods: when the class's `__init__` always raises at reported uses or plain reads of its missing
+  members and every project subclass lacking this member lacks those too and runs that `__init__`
+  (it defines none, or, in this file, one that calls `super().__init__(...)` on every path outside
+  any `try`), no such instance can be built, so the uses in the other methods never run;
 * the call sits in a private function or method (`_f`, not `__f__`) that nothing in the project
   calls: no file reads the name (a call, a reference, `getattr(self, "_f")`, a handler table, a
   string prefix such as `f"_on_{event}"`) outside private functions that are themselves never
@@ -427,6 +428,7 @@ class UndefinedMethodCall(UndefinedMethodCallDeclaration):
             view = index.overlay(ctx.path, summary)
             file_no = view.file_index(ctx.path)
         state = _State(ctx, self, view, file_no, summary.imports)
+        state.class_nodes = nodes
         found = []
         for qual, class_node in nodes.items():
             if view.summary((file_no, qual)) is not None:
@@ -545,6 +547,7 @@ class _State:
         self.backend_names = frozenset(ctx.option(rule, "device-backend-methods"))
         self._open: dict[ClassKey, bool] = {}
         self._ignored_lines: frozenset[int] | None = None if "type: ignore" in ctx.source.text else frozenset()
+        self.class_nodes: dict[str, ast.ClassDef] = {}  # this file's classes by qualified name
 
     # ------------------------------------------------------------------ class facts
     def checkable(self, key: ClassKey, hier: Hierarchy) -> bool:
@@ -795,9 +798,25 @@ class _State:
                 if k in line:
                     continue
                 summary = view.summary(k)
-                if summary is None or "__init__" in summary.members:
+                if summary is None or "__init__" in summary.members and not self.init_runs_base_first(k):
                     return False
         return True
+
+    def init_runs_base_first(self, key: ClassKey) -> bool:
+        """True when ``key`` is a class of this file whose ``__init__`` cannot complete without
+        calling its base's: every path to its end runs ``super().__init__(...)`` (or
+        ``Base.__init__(self, ...)``) first, outside any ``try``, so it raises whenever that one does."""
+        node = self.class_nodes.get(key[1]) if key[0] == self.file_no else None
+        init = next((m for m in _methods(node.body) if m.name == "__init__"), None) if node is not None else None
+        if init is None:
+            return False
+        calls = _FailedBefore(self.ctx, init)
+        for stmt in init.body:
+            call = stmt.value if stmt.__class__ is ast.Expr else None
+            if call.__class__ is ast.Call and call.func.__class__ is ast.Attribute and call.func.attr == "__init__" \
+                    and (_is_super(call.func.value) or call.func.value.__class__ is ast.Name):
+                calls.add(call.func)
+        return calls.always_raises(init.body)
 
     # ------------------------------------------------------------------ guards
     def guarded(self, call: ast.Call, func: ast.AST, receiver: str, name: str, guards: set) -> bool:
@@ -961,8 +980,12 @@ class _State:
                                       evidence=f"self.{value.attr} is built in __init__ by {target[1]}; "
                                                + self.evidence(target, True), catalog=target_hier.catalog)
                     failed.add(func)
-            if constructor is not None and own_members and constructor.always_raises(method.body):
-                unconstructible = own_members
+            if constructor is not None and ok:
+                for read in self.missing_reads(method, receiver, key, hier, scan):
+                    constructor.add(read)  # a read of a member it lacks fails the constructor as well
+                    own_members.add(read.attr)
+                if own_members and constructor.always_raises(method.body):
+                    unconstructible = own_members
 
     def annotates_self(self, annotation: ast.AST, key: ClassKey) -> bool:
         """True when a first parameter's annotation names the class itself, ``Self`` or ``type``."""
