@@ -24,12 +24,13 @@ import sys
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 from typing import Iterable, NamedTuple, Optional, Sequence
 
 from hp_invariants import catalog as framework_catalog
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
-                                   string_value, walk_nodes)
+                                   string_value, walk_nodes, walk_nodes_pruned)
 from hp_invariants.api import KeyedTable, ListTable, Plain
 from hp_invariants.catalog import CatalogEntry
 from hp_invariants.declarations import ClassIndexFactsDeclaration
@@ -144,8 +145,8 @@ class FileSummary(NamedTuple):
     ``private_refs``: the private names (``_x``, not ``__x__``) the file reads, as a name, an
     attribute or a string (``getattr(self, "_x")``, a handler table; a string ending in ``_`` stands
     for every name it begins: ``f"_on_{event}"``), outside the bodies of private functions;
-    ``private_defs``: per private function (``def _f``, a method or not, innermost), the private
-    names read in its body other than its own (a recursion or ``super()._f()`` call does not call
+    ``private_defs``: per private function (``def _f``, a method or not, innermost; in source
+    order), the private names read in its body other than its own (a recursion or ``super()._f()`` call does not call
     it from elsewhere). ``private_self``: ``(name, class, function)`` for each private name read on a
     method's own instance (``self._x``, ``cls._x``, ``super()._x``) in ``class`` (qualified name),
     ``function`` being the innermost private function holding the read (``""``: none); such a read
@@ -375,7 +376,9 @@ class _Summarizer:
             else:
                 self.class_stores.append(("", _intern(attr)))
 
-    def class_summary(self, qual: str, node: ast.ClassDef, imports: dict[str, str]) -> ClassSummary:
+    def class_summary(self, qual: str, node: ast.ClassDef, imports: dict[str, str],
+                      walked: "_MethodWalks | None" = None) -> ClassSummary:
+        """The :class:`ClassSummary` of the class ``node`` (``walked``: see :func:`class_members`)."""
         bases = tuple(_intern(_base_name(b, imports)) for b in node.bases)
         metaclass = ""
         dynamic = False
@@ -388,7 +391,7 @@ class _Summarizer:
                            for d in node.decorator_list)
         chains: list = []
         seen = _Uses()
-        members, body_dynamic, abstracts = class_members(node, chains, seen)
+        members, body_dynamic, abstracts = class_members(node, chains, seen, walked)
         if chains:
             self.chain_stores(chains, imports)
         attr_uses: set[tuple[str, str]] = set()
@@ -410,7 +413,8 @@ class _Summarizer:
     def run(self, tree: ast.Module) -> FileSummary:
         self.module_scope(tree.body, "", in_function=False)
         imports = self.build_imports()
-        classes = tuple(self.class_summary(q, n, imports) for q, n in self.raw_classes)
+        walked = _MethodWalks()  # each method's nodes, walked once (by class_members)
+        classes = tuple(self.class_summary(q, n, imports, walked) for q, n in self.raw_classes)
         uses: set[str] = set()
         local_classes = {q.rsplit(".", 1)[-1] for q, _ in self.raw_classes}
         patched: set[tuple[str, str]] = set()
@@ -458,7 +462,9 @@ class _Summarizer:
         dynamic_globals = False  # globals()/vars()/locals()/exec/sys.modules: any module name may be bound
         self_refs: list[tuple[str, int]] = []  # (private name read on self/cls/super(), line)
         own_defs: list[ast.AST] = []
-        for node in walk_nodes(tree):  # parents before children (breadth-first)
+        # every node of the tree once, parents before children: those outside the methods, then each
+        # method's (breadth-first in each part)
+        for node in chain(_nodes_outside_methods(tree, walked), *walked.nodes):
             kind = node.__class__
             if kind is Name:  # the most frequent kind first (a third of all nodes)
                 if node.ctx.__class__ is not Load:
@@ -657,6 +663,7 @@ class _Summarizer:
                 qual = qualify(ann, imports)
                 if qual != UNKNOWN:
                     param_calls.update((_intern(qual), _intern(m)) for m in methods_of[node.arg])
+        own_defs.sort(key=_line)  # in source order, whatever the order of the walk
         return FileSummary(_intern(self.module), self.is_package, imports, tuple(self.star), classes,
                            frozenset(uses), tuple(sorted(p for p in patched if p[0] != UNKNOWN)),
                            tuple(sorted(stores)), tuple(sorted(param_calls)),
@@ -748,6 +755,10 @@ def _private_refs(refs: list[tuple[str, int]], own_defs: list[ast.AST], self_ref
     defs = tuple((_intern(f.name), frozenset(_intern(n) for n in names if not dunder(n)))
                  for f, names in zip(own_defs, inner))
     return frozenset(_intern(n) for n in outside if not dunder(n)), defs, required, tuple(sorted(mine))
+
+
+def _line(node: ast.AST) -> int:
+    return node.lineno
 
 
 def _dunder_name(name: str) -> bool:
@@ -983,8 +994,8 @@ class _Uses:
                             if len(values) == 1 and name not in self.varied))
 
 
-def class_members(node: ast.ClassDef, chains: list | None = None,
-                  seen: "_Uses | None" = None) -> tuple[set[str], bool, set[str]]:
+def class_members(node: ast.ClassDef, chains: list | None = None, seen: "_Uses | None" = None,
+                  walked: "_MethodWalks | None" = None) -> tuple[set[str], bool, set[str]]:
     """Return ``(members, dynamic, abstracts)`` of one class statement (``abstracts``: the names
     of its ``@abstractmethod`` members).
 
@@ -999,7 +1010,8 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
     ``object.__setattr__(self, "x", ...)``) and ``type(self).x = ...``. ``dynamic`` is True when a
     computed name can be set (``setattr(self, name, ...)``, ``self.__dict__`` writes,
     ``locals()``/``vars()``/``exec`` in the class body). ``seen``: filled with the reads of the
-    methods (see :class:`_Uses`).
+    methods (see :class:`_Uses`). ``walked``: when given, each method's nodes as walked here are
+    added to it, so that the caller reads them without walking them again.
     """
     members: set[str] = set()
     dynamic = False
@@ -1062,7 +1074,12 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
         in_init_seen = method.name == "__init__" and seen is not None
         falsy_targets: set[int] = set()
         const_targets: dict[int, ast.AST] = {}
-        for sub in _walk_method(method):
+        if walked is None:
+            nodes = _walk_method(method)
+        else:
+            nodes = _walk_method(method, walked.classes)
+            walked.add(method, nodes)
+        for sub in nodes:
             kind = sub.__class__
             if kind not in _MEMBER_KINDS:  # names, constants, keywords, operators ...: nothing to record
                 continue
@@ -1151,9 +1168,10 @@ _MEMBER_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.Attribute, ast.Subscri
 """The node kinds :func:`class_members` reads in a method (every other node is passed over)."""
 
 
-def _walk_method(method: ast.AST) -> list[ast.AST]:
+def _walk_method(method: ast.AST, classes: list[ast.ClassDef] | None = None) -> list[ast.AST]:
     """Return the nodes of a method, nested functions included, nested classes excluded (the
-    ``ClassDef`` node itself is included), without the ``ctx``/``op`` singletons."""
+    ``ClassDef`` node itself is included, and appended to ``classes`` when given), without the
+    ``ctx``/``op`` singletons."""
     out = child_nodes(method)
     plans = _CHILD_FIELDS
     holey = _HOLEY
@@ -1161,6 +1179,8 @@ def _walk_method(method: ast.AST) -> list[ast.AST]:
     extend = out.extend
     for node in out:  # the list grows while it is read: a breadth-first walk
         if node.__class__ is ast.ClassDef:
+            if classes is not None:
+                classes.append(node)
             continue
         for name in plans[node.__class__]:
             value = getattr(node, name, None)
@@ -1171,6 +1191,34 @@ def _walk_method(method: ast.AST) -> list[ast.AST]:
             else:
                 append(value)
     return out
+
+
+class _MethodWalks:
+    """The nodes of a file's methods as :func:`class_members` walked them (:func:`_walk_method`):
+    ``nodes``, one list per method; ``methods``: the ``id`` of each method walked; ``classes``: the
+    classes defined in those methods (their ``ClassDef`` node is among a method's nodes, their
+    bases, decorators and body are not)."""
+
+    __slots__ = ("nodes", "methods", "classes")
+
+    def __init__(self) -> None:
+        self.nodes: list[list[ast.AST]] = []
+        self.methods: set[int] = set()
+        self.classes: list[ast.ClassDef] = []
+
+    def add(self, method: ast.AST, nodes: list[ast.AST]) -> None:
+        self.nodes.append(nodes)
+        self.methods.add(id(method))
+
+
+def _nodes_outside_methods(tree: ast.Module, walked: _MethodWalks) -> list[ast.AST]:
+    """The nodes of ``tree`` that are in none of the method walks ``walked``: breadth-first from the
+    root, not below those methods (their ``def`` node is kept), and below each class defined in one
+    of them. With the nodes of ``walked``: every node of :func:`walk_nodes` ``(tree)`` once."""
+    roots: list[ast.AST] = [tree]
+    for node in walked.classes:
+        roots.extend(child_nodes(node))
+    return walk_nodes_pruned(roots, walked.methods)
 
 
 def is_setattr(func: ast.AST) -> bool:
