@@ -1074,15 +1074,11 @@ def class_members(node: ast.ClassDef, chains: list | None = None, seen: "_Uses |
         in_init_seen = method.name == "__init__" and seen is not None
         falsy_targets: set[int] = set()
         const_targets: dict[int, ast.AST] = {}
-        if walked is None:
-            nodes = _walk_method(method)
-        else:
-            nodes = _walk_method(method, walked.classes)
+        nodes, read = _walk_method(method, walked.classes if walked is not None else None)
+        if walked is not None:
             walked.add(method, nodes)
-        for sub in nodes:
+        for sub in read:  # names, constants, keywords, operators ...: nothing to record
             kind = sub.__class__
-            if kind not in _MEMBER_KINDS:  # names, constants, keywords, operators ...: nothing to record
-                continue
             if in_init and kind is ast.Assign and len(sub.targets) == 1 and sub.value.__class__ is ast.Call:
                 target = sub.targets[0]
                 if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
@@ -1168,21 +1164,28 @@ _MEMBER_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.Attribute, ast.Subscri
 """The node kinds :func:`class_members` reads in a method (every other node is passed over)."""
 
 
-def _walk_method(method: ast.AST, classes: list[ast.ClassDef] | None = None) -> list[ast.AST]:
+def _walk_method(method: ast.AST,
+                 classes: list[ast.ClassDef] | None = None) -> tuple[list[ast.AST], list[ast.AST]]:
     """Return the nodes of a method, nested functions included, nested classes excluded (the
     ``ClassDef`` node itself is included, and appended to ``classes`` when given), without the
-    ``ctx``/``op`` singletons."""
+    ``ctx``/``op`` singletons; and, in the same order, those of them of the kinds
+    :func:`class_members` reads (:data:`_MEMBER_KINDS`)."""
     out = child_nodes(method)
+    read: list[ast.AST] = []
     plans = _CHILD_FIELDS
     holey = _HOLEY
+    member_kinds = _MEMBER_KINDS
     append = out.append
     extend = out.extend
     for node in out:  # the list grows while it is read: a breadth-first walk
-        if node.__class__ is ast.ClassDef:
+        kind = node.__class__
+        if kind in member_kinds:
+            read.append(node)
+        elif kind is ast.ClassDef:
             if classes is not None:
                 classes.append(node)
             continue
-        for name in plans[node.__class__]:
+        for name in plans[kind]:
             value = getattr(node, name, None)
             if value is None:
                 continue
@@ -1190,7 +1193,7 @@ def _walk_method(method: ast.AST, classes: list[ast.ClassDef] | None = None) -> 
                 extend([v for v in value if v is not None] if name in holey else value)
             else:
                 append(value)
-    return out
+    return out, read
 
 
 class _MethodWalks:
