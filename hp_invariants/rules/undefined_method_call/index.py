@@ -315,8 +315,7 @@ class _Summarizer:
 
     def function_scope(self, func: ast.AST, prefix: str) -> None:
         """Find classes defined inside a function (indexed as ``f.<locals>.C``)."""
-        for stmt in getattr(func, "body", []):
-            self.module_scope([stmt], prefix, in_function=True)
+        self.module_scope(getattr(func, "body", []), prefix, in_function=True)
 
     def class_scope(self, body: Iterable[ast.stmt], prefix: str) -> None:
         """Find nested classes (and classes in methods) of a class body."""
