@@ -1061,6 +1061,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None, seen: "_Uses |
         # body_scope refers to itself through its closure: without this, every class's methods would
         # stay in a reference cycle, which the project-facts build (collector paused) would pile up
         del body_scope
+    Name, Attribute, Call, Assign, Load = ast.Name, ast.Attribute, ast.Call, ast.Assign, ast.Load
     for method in methods:
         args = method.args.posonlyargs + method.args.args
         receiver = args[0].arg if args else None
@@ -1076,79 +1077,80 @@ def class_members(node: ast.ClassDef, chains: list | None = None, seen: "_Uses |
         nodes, read = _walk_method(method, walked.classes if walked is not None else None)
         if walked is not None:
             walked.add(method, nodes)
-        for sub in read:  # names, constants, keywords, operators ...: nothing to record
+        for sub in read:  # names, constants, keywords, operators ...: nothing to record, not in ``read``
             kind = sub.__class__
-            if in_init and kind is ast.Assign and len(sub.targets) == 1 and sub.value.__class__ is ast.Call:
-                target = sub.targets[0]
-                if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
-                        target.value.id in receivers:
-                    chains.append(("=" + target.attr, sub.value.func))
-            if seen is not None and (kind is ast.Assign or kind is ast.AnnAssign) and sub.value is not None:
-                if sub.value.__class__ is ast.Constant:
-                    for t in (sub.targets if kind is ast.Assign else [sub.target]):
-                        const_targets[id(t)] = sub.value
-                if _falsy_constant(sub.value):
-                    falsy_targets.update(id(t) for t in (sub.targets if kind is ast.Assign else [sub.target]))
-            if in_init_seen and (kind is ast.Assign and len(sub.targets) == 1 or kind is ast.AnnAssign) \
-                    and sub.value.__class__ is ast.Call:
-                target = sub.targets[0] if kind is ast.Assign else sub.target
-                if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
-                        target.value.id in receivers:
-                    seen.ctors.setdefault(target.attr, []).append(sub.value.func)
-            if kind is ast.Attribute and sub.ctx.__class__ is ast.Load:
-                if reads:
-                    base = sub.value
-                    if base.__class__ is ast.Name:
-                        if base.id in receivers:
-                            seen.names.add(sub.attr)
-                    elif base.__class__ is ast.Attribute:
-                        if base.value.__class__ is ast.Name and base.value.id in receivers:
-                            seen.attrs.add((base.attr, sub.attr))
-                    elif base.__class__ is ast.Call and base.func.__class__ is ast.Name and base.func.id == "super":
-                        seen.supers.add(sub.attr)
-                continue
-            if kind is ast.Attribute and isinstance(sub.ctx, (ast.Store, ast.Del)):
-                base = sub.value
-                if isinstance(base, ast.Name) and base.id in receivers:
+            if kind is Attribute:
+                if sub.ctx.__class__ is Load:
+                    if reads:
+                        base = sub.value
+                        if base.__class__ is Name:
+                            if base.id in receivers:
+                                seen.names.add(sub.attr)
+                        elif base.__class__ is Attribute:
+                            if base.value.__class__ is Name and base.value.id in receivers:
+                                seen.attrs.add((base.attr, sub.attr))
+                        elif base.__class__ is Call and base.func.__class__ is Name and base.func.id == "super":
+                            seen.supers.add(sub.attr)
+                    continue
+                base = sub.value  # stored or deleted
+                if base.__class__ is Name and base.id in receivers:
                     members.add(sub.attr)
                     if seen is not None:
                         (seen.falsy if id(sub) in falsy_targets else seen.truthy).add(sub.attr)
                         seen.assigned(sub.attr, const_targets.get(id(sub)))
-                elif chains is not None and base.__class__ is ast.Attribute and isinstance(sub.ctx, ast.Store):
+                elif chains is not None and base.__class__ is Attribute and sub.ctx.__class__ is ast.Store:
                     root = base
-                    while root.__class__ is ast.Attribute:
+                    while root.__class__ is Attribute:
                         root = root.value
-                    if root.__class__ is ast.Name and root.id in receivers:
+                    if root.__class__ is Name and root.id in receivers:
                         inner = base.value
-                        chains.append((base.attr if inner.__class__ is ast.Name else "", sub.attr))
-                elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type" or \
-                        isinstance(base, ast.Attribute) and base.attr == "__class__":
+                        chains.append((base.attr if inner.__class__ is Name else "", sub.attr))
+                elif base.__class__ is Call and base.func.__class__ is Name and base.func.id == "type" or \
+                        base.__class__ is Attribute and base.attr == "__class__":
                     members.add(sub.attr)  # type(self).x = v, self.__class__.x = v
                     if seen is not None:
                         seen.varied.add(sub.attr)
-                elif isinstance(base, ast.Attribute) and base.attr == "__dict__":
+                elif base.__class__ is Attribute and base.attr == "__dict__":
                     dynamic = True
-            elif kind is ast.Subscript and isinstance(sub.ctx, ast.Store):
-                if isinstance(sub.value, ast.Attribute) and sub.value.attr == "__dict__" \
-                        or _vars_of(sub.value, receivers):  # self.__dict__["x"] = v, vars(self)["x"] = v
+            elif kind is Call:
+                dynamic |= _call_members(sub, receivers, members, None if seen is None else seen.varied)
+                if reads and sub.func.__class__ is Name and sub.func.id == "getattr" \
+                        and len(sub.args) >= 2 and sub.args[1].__class__ is ast.Constant \
+                        and isinstance(sub.args[1].value, str):
+                    target = sub.args[0]
+                    if target.__class__ is Name and target.id in receivers:
+                        seen.names.add(sub.args[1].value)
+                    elif target.__class__ is Call and target.func.__class__ is Name \
+                            and target.func.id == "super":
+                        seen.supers.add(sub.args[1].value)
+            elif kind is ast.Subscript:
+                if sub.ctx.__class__ is ast.Store and (
+                        sub.value.__class__ is Attribute and sub.value.attr == "__dict__"
+                        or _vars_of(sub.value, receivers)):  # self.__dict__["x"] = v, vars(self)["x"] = v
                     name = string_value(sub.slice)
                     if name is None:
                         dynamic = True
                     else:
                         members.add(name)
-            elif kind is ast.Call:
-                dynamic |= _call_members(sub, receivers, members, None if seen is None else seen.varied)
-                if reads and sub.func.__class__ is ast.Name and sub.func.id == "getattr" \
-                        and len(sub.args) >= 2 and sub.args[1].__class__ is ast.Constant \
-                        and isinstance(sub.args[1].value, str):
-                    target = sub.args[0]
-                    if target.__class__ is ast.Name and target.id in receivers:
-                        seen.names.add(sub.args[1].value)
-                    elif target.__class__ is ast.Call and target.func.__class__ is ast.Name \
-                            and target.func.id == "super":
-                        seen.supers.add(sub.args[1].value)
-            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in receivers:
-                pass
+            else:  # Assign, AnnAssign
+                value = sub.value
+                targets = sub.targets if kind is Assign else [sub.target]
+                if in_init and kind is Assign and len(targets) == 1 and value.__class__ is Call:
+                    target = targets[0]
+                    if target.__class__ is Attribute and target.value.__class__ is Name and \
+                            target.value.id in receivers:
+                        chains.append(("=" + target.attr, value.func))
+                if seen is not None and value is not None:
+                    if value.__class__ is ast.Constant:
+                        for t in targets:
+                            const_targets[id(t)] = value
+                    if _falsy_constant(value):
+                        falsy_targets.update(id(t) for t in targets)
+                if in_init_seen and len(targets) == 1 and value.__class__ is Call:
+                    target = targets[0]
+                    if target.__class__ is Attribute and target.value.__class__ is Name and \
+                            target.value.id in receivers:
+                        seen.ctors.setdefault(target.attr, []).append(value.func)
     return members, dynamic, abstract
 
 
