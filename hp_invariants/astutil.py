@@ -187,6 +187,33 @@ def walk_nodes(root: ast.AST) -> list[ast.AST]:
     return out
 
 
+def walk_nodes_pruned(roots: Sequence[ast.AST], functions: set[int]) -> list[ast.AST]:
+    """Return the nodes of :func:`walk_nodes` from each of ``roots`` (breadth-first, every root
+    first), without the nodes below the function definitions whose ``id`` is in ``functions`` (the
+    ``def`` node itself is returned): the rest of a tree whose functions were walked already."""
+    out = list(roots)
+    append = out.append
+    extend = out.extend
+    plans = _CHILD_FIELDS
+    holey = _HOLEY
+    for node in out:  # the list grows while it is read: a breadth-first walk
+        kind = node.__class__
+        if (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef) and id(node) in functions:
+            continue
+        for name in plans[kind]:
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if value.__class__ is list:
+                if name in holey:
+                    extend([v for v in value if v is not None])
+                else:
+                    extend(value)
+            else:
+                append(value)
+    return out
+
+
 def walk_with_parents(root: ast.AST) -> tuple[list[ast.AST], list[ast.AST | None]]:
     """Return ``(nodes, parents)``: :func:`walk_nodes` ``(root)`` and, at the same positions, the
     parent of each node (``None`` for ``root``), from one pass."""

@@ -183,9 +183,11 @@ class Session:
         reports and the only findings ``fix`` and the codemods may fix."""
         return self.suppress(source, self.analyze(source, tree, settings, rules), settings)
 
-    def active_rules(self, source: SourceFile, settings: Settings) -> list[Rule]:
-        """The settings' rules whose text prefilter lets ``source`` through."""
-        return [r for r in settings.rules if r.applies_to(source.text, settings.options.get(r.rule_id))]
+    def active_rules(self, source: SourceFile, settings: Settings, rules: Sequence[Rule] | None = None) -> list[Rule]:
+        """The settings' rules (``rules``, some of them, when given) whose text prefilter lets
+        ``source`` through."""
+        return [r for r in (settings.rules if rules is None else rules)
+                if r.applies_to(source.text, settings.options.get(r.rule_id))]
 
     # ------------------------------------------------------------------ one file
     def check_bytes(self, path: str, raw: bytes, settings: Settings | None = None) -> FileResult:
@@ -279,8 +281,8 @@ class Session:
             settings = self.settings_for(path)
             if settings.max_file_size and len(raw) > settings.max_file_size:
                 return None
-            rules = [r for r in self.active_rules(source, settings)
-                     if r.project_facts is None or r.project_on_demand]
+            rules = self.active_rules(source, settings, [r for r in settings.rules
+                                                         if r.project_facts is None or r.project_on_demand])
             if not rules:
                 return None
             deferred: list[Rule] = []

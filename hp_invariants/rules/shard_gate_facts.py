@@ -186,7 +186,13 @@ def expression_calls(node: ast.AST, out: set[str]) -> None:
     Not entered: lambdas, comprehensions (lazy or possibly empty), the branches of a conditional
     expression unless both make the call, and ``and``/``or`` operands after the first.
     """
-    stack = [node]
+    statements_calls([node], out)
+
+
+def statements_calls(nodes: list[ast.AST], out: set[str]) -> None:
+    """:func:`expression_calls` of each of ``nodes`` (simple statements, evaluated in turn, or
+    expressions), in one walk."""
+    stack = list(nodes)
     pop, push, extend, add = stack.pop, stack.append, stack.extend, out.add
     Call, Attribute, Name, IfExp, BoolOp = ast.Call, ast.Attribute, ast.Name, ast.IfExp, ast.BoolOp
     skipped, plans, holey = _SKIPPED_EXPRESSIONS, _CHILD_FIELDS, _HOLEY
@@ -252,11 +258,16 @@ def _block_calls(stmts: list[ast.stmt], out: set[str], caught: bool = False) -> 
     """:func:`unconditional_calls` with how the block ends (``_FALLS``, ``_EXITS``, ``_RAISES``);
     ``caught``: inside a ``try`` body or a ``with`` block of the function, where a raise may be caught
     or suppressed and execution go on normally (a raise there counts as an exit)."""
+    simple: list[ast.stmt] = []  # the simple statements since the last other one (walked together)
     for stmt in stmts:
         cls = stmt.__class__
-        if cls not in _CONTROL:  # a simple statement: its expressions are evaluated in order
-            expression_calls(stmt, out)
-        elif cls is ast.If:
+        if cls not in _CONTROL:
+            simple.append(stmt)
+            continue
+        if simple:
+            statements_calls(simple, out)
+            simple = []
+        if cls is ast.If:
             expression_calls(stmt.test, out)
             body: set[str] = set()
             other: set[str] = set()
@@ -298,6 +309,8 @@ def _block_calls(stmts: list[ast.stmt], out: set[str], caught: bool = False) -> 
                 expression_calls(value, out)
             return _RAISES if cls is ast.Raise and not caught else _EXITS
         # a nested def or class, or a match statement: nothing
+    if simple:
+        statements_calls(simple, out)
     return _FALLS
 
 

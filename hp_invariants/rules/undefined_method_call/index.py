@@ -24,12 +24,13 @@ import sys
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 from typing import Iterable, NamedTuple, Optional, Sequence
 
 from hp_invariants import catalog as framework_catalog
 from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, child_bodies, child_nodes, dotted_name, names_in_target,
-                                   string_value, walk_nodes)
+                                   string_value, walk_nodes, walk_nodes_pruned)
 from hp_invariants.api import KeyedTable, ListTable, Plain
 from hp_invariants.catalog import CatalogEntry
 from hp_invariants.declarations import ClassIndexFactsDeclaration
@@ -144,8 +145,8 @@ class FileSummary(NamedTuple):
     ``private_refs``: the private names (``_x``, not ``__x__``) the file reads, as a name, an
     attribute or a string (``getattr(self, "_x")``, a handler table; a string ending in ``_`` stands
     for every name it begins: ``f"_on_{event}"``), outside the bodies of private functions;
-    ``private_defs``: per private function (``def _f``, a method or not, innermost), the private
-    names read in its body other than its own (a recursion or ``super()._f()`` call does not call
+    ``private_defs``: per private function (``def _f``, a method or not, innermost; in source
+    order), the private names read in its body other than its own (a recursion or ``super()._f()`` call does not call
     it from elsewhere). ``private_self``: ``(name, class, function)`` for each private name read on a
     method's own instance (``self._x``, ``cls._x``, ``super()._x``) in ``class`` (qualified name),
     ``function`` being the innermost private function holding the read (``""``: none); such a read
@@ -314,8 +315,7 @@ class _Summarizer:
 
     def function_scope(self, func: ast.AST, prefix: str) -> None:
         """Find classes defined inside a function (indexed as ``f.<locals>.C``)."""
-        for stmt in getattr(func, "body", []):
-            self.module_scope([stmt], prefix, in_function=True)
+        self.module_scope(getattr(func, "body", []), prefix, in_function=True)
 
     def class_scope(self, body: Iterable[ast.stmt], prefix: str) -> None:
         """Find nested classes (and classes in methods) of a class body."""
@@ -375,7 +375,9 @@ class _Summarizer:
             else:
                 self.class_stores.append(("", _intern(attr)))
 
-    def class_summary(self, qual: str, node: ast.ClassDef, imports: dict[str, str]) -> ClassSummary:
+    def class_summary(self, qual: str, node: ast.ClassDef, imports: dict[str, str],
+                      walked: "_MethodWalks | None" = None) -> ClassSummary:
+        """The :class:`ClassSummary` of the class ``node`` (``walked``: see :func:`class_members`)."""
         bases = tuple(_intern(_base_name(b, imports)) for b in node.bases)
         metaclass = ""
         dynamic = False
@@ -388,7 +390,7 @@ class _Summarizer:
                            for d in node.decorator_list)
         chains: list = []
         seen = _Uses()
-        members, body_dynamic, abstracts = class_members(node, chains, seen)
+        members, body_dynamic, abstracts = class_members(node, chains, seen, walked)
         if chains:
             self.chain_stores(chains, imports)
         attr_uses: set[tuple[str, str]] = set()
@@ -410,7 +412,8 @@ class _Summarizer:
     def run(self, tree: ast.Module) -> FileSummary:
         self.module_scope(tree.body, "", in_function=False)
         imports = self.build_imports()
-        classes = tuple(self.class_summary(q, n, imports) for q, n in self.raw_classes)
+        walked = _MethodWalks()  # each method's nodes, walked once (by class_members)
+        classes = tuple(self.class_summary(q, n, imports, walked) for q, n in self.raw_classes)
         uses: set[str] = set()
         local_classes = {q.rsplit(".", 1)[-1] for q, _ in self.raw_classes}
         patched: set[tuple[str, str]] = set()
@@ -458,7 +461,9 @@ class _Summarizer:
         dynamic_globals = False  # globals()/vars()/locals()/exec/sys.modules: any module name may be bound
         self_refs: list[tuple[str, int]] = []  # (private name read on self/cls/super(), line)
         own_defs: list[ast.AST] = []
-        for node in walk_nodes(tree):  # parents before children (breadth-first)
+        # every node of the tree once, parents before children: those outside the methods, then each
+        # method's (breadth-first in each part)
+        for node in chain(_nodes_outside_methods(tree, walked), *walked.nodes):
             kind = node.__class__
             if kind is Name:  # the most frequent kind first (a third of all nodes)
                 if node.ctx.__class__ is not Load:
@@ -657,6 +662,7 @@ class _Summarizer:
                 qual = qualify(ann, imports)
                 if qual != UNKNOWN:
                     param_calls.update((_intern(qual), _intern(m)) for m in methods_of[node.arg])
+        own_defs.sort(key=_line)  # in source order, whatever the order of the walk
         return FileSummary(_intern(self.module), self.is_package, imports, tuple(self.star), classes,
                            frozenset(uses), tuple(sorted(p for p in patched if p[0] != UNKNOWN)),
                            tuple(sorted(stores)), tuple(sorted(param_calls)),
@@ -748,6 +754,10 @@ def _private_refs(refs: list[tuple[str, int]], own_defs: list[ast.AST], self_ref
     defs = tuple((_intern(f.name), frozenset(_intern(n) for n in names if not dunder(n)))
                  for f, names in zip(own_defs, inner))
     return frozenset(_intern(n) for n in outside if not dunder(n)), defs, required, tuple(sorted(mine))
+
+
+def _line(node: ast.AST) -> int:
+    return node.lineno
 
 
 def _dunder_name(name: str) -> bool:
@@ -1006,8 +1016,8 @@ def _constant_method(method: ast.FunctionDef | ast.AsyncFunctionDef, seen: "_Use
     seen.assigned(method.name if is_property else method.name + "()", constant)
 
 
-def class_members(node: ast.ClassDef, chains: list | None = None,
-                  seen: "_Uses | None" = None) -> tuple[set[str], bool, set[str]]:
+def class_members(node: ast.ClassDef, chains: list | None = None, seen: "_Uses | None" = None,
+                  walked: "_MethodWalks | None" = None) -> tuple[set[str], bool, set[str]]:
     """Return ``(members, dynamic, abstracts)`` of one class statement (``abstracts``: the names
     of its ``@abstractmethod`` members).
 
@@ -1022,7 +1032,8 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
     ``object.__setattr__(self, "x", ...)``) and ``type(self).x = ...``. ``dynamic`` is True when a
     computed name can be set (``setattr(self, name, ...)``, ``self.__dict__`` writes,
     ``locals()``/``vars()``/``exec`` in the class body). ``seen``: filled with the reads of the
-    methods (see :class:`_Uses`).
+    methods (see :class:`_Uses`). ``walked``: when given, each method's nodes as walked here are
+    added to it, so that the caller reads them without walking them again.
     """
     members: set[str] = set()
     dynamic = False
@@ -1075,6 +1086,7 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
         # body_scope refers to itself through its closure: without this, every class's methods would
         # stay in a reference cycle, which the project-facts build (collector paused) would pile up
         del body_scope
+    Name, Attribute, Call, Assign, Load = ast.Name, ast.Attribute, ast.Call, ast.Assign, ast.Load
     for method in methods:
         args = method.args.posonlyargs + method.args.args
         receiver = args[0].arg if args else None
@@ -1087,81 +1099,83 @@ def class_members(node: ast.ClassDef, chains: list | None = None,
         in_init_seen = method.name == "__init__" and seen is not None
         falsy_targets: set[int] = set()
         const_targets: dict[int, ast.AST] = {}
-        for sub in _walk_method(method):
+        nodes, read = _walk_method(method, walked.classes if walked is not None else None)
+        if walked is not None:
+            walked.add(method, nodes)
+        for sub in read:  # names, constants, keywords, operators ...: nothing to record, not in ``read``
             kind = sub.__class__
-            if kind not in _MEMBER_KINDS:  # names, constants, keywords, operators ...: nothing to record
-                continue
-            if in_init and kind is ast.Assign and len(sub.targets) == 1 and sub.value.__class__ is ast.Call:
-                target = sub.targets[0]
-                if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
-                        target.value.id in receivers:
-                    chains.append(("=" + target.attr, sub.value.func))
-            if seen is not None and (kind is ast.Assign or kind is ast.AnnAssign) and sub.value is not None:
-                if sub.value.__class__ is ast.Constant:
-                    for t in (sub.targets if kind is ast.Assign else [sub.target]):
-                        const_targets[id(t)] = sub.value
-                if _falsy_constant(sub.value):
-                    falsy_targets.update(id(t) for t in (sub.targets if kind is ast.Assign else [sub.target]))
-            if in_init_seen and (kind is ast.Assign and len(sub.targets) == 1 or kind is ast.AnnAssign) \
-                    and sub.value.__class__ is ast.Call:
-                target = sub.targets[0] if kind is ast.Assign else sub.target
-                if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
-                        target.value.id in receivers:
-                    seen.ctors.setdefault(target.attr, []).append(sub.value.func)
-            if kind is ast.Attribute and sub.ctx.__class__ is ast.Load:
-                if reads:
-                    base = sub.value
-                    if base.__class__ is ast.Name:
-                        if base.id in receivers:
-                            seen.names.add(sub.attr)
-                    elif base.__class__ is ast.Attribute:
-                        if base.value.__class__ is ast.Name and base.value.id in receivers:
-                            seen.attrs.add((base.attr, sub.attr))
-                    elif base.__class__ is ast.Call and base.func.__class__ is ast.Name and base.func.id == "super":
-                        seen.supers.add(sub.attr)
-                continue
-            if kind is ast.Attribute and isinstance(sub.ctx, (ast.Store, ast.Del)):
-                base = sub.value
-                if isinstance(base, ast.Name) and base.id in receivers:
+            if kind is Attribute:
+                if sub.ctx.__class__ is Load:
+                    if reads:
+                        base = sub.value
+                        if base.__class__ is Name:
+                            if base.id in receivers:
+                                seen.names.add(sub.attr)
+                        elif base.__class__ is Attribute:
+                            if base.value.__class__ is Name and base.value.id in receivers:
+                                seen.attrs.add((base.attr, sub.attr))
+                        elif base.__class__ is Call and base.func.__class__ is Name and base.func.id == "super":
+                            seen.supers.add(sub.attr)
+                    continue
+                base = sub.value  # stored or deleted
+                if base.__class__ is Name and base.id in receivers:
                     members.add(sub.attr)
                     if seen is not None:
                         (seen.falsy if id(sub) in falsy_targets else seen.truthy).add(sub.attr)
                         seen.assigned(sub.attr, const_targets.get(id(sub)))
-                elif chains is not None and base.__class__ is ast.Attribute and isinstance(sub.ctx, ast.Store):
+                elif chains is not None and base.__class__ is Attribute and sub.ctx.__class__ is ast.Store:
                     root = base
-                    while root.__class__ is ast.Attribute:
+                    while root.__class__ is Attribute:
                         root = root.value
-                    if root.__class__ is ast.Name and root.id in receivers:
+                    if root.__class__ is Name and root.id in receivers:
                         inner = base.value
-                        chains.append((base.attr if inner.__class__ is ast.Name else "", sub.attr))
-                elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type" or \
-                        isinstance(base, ast.Attribute) and base.attr == "__class__":
+                        chains.append((base.attr if inner.__class__ is Name else "", sub.attr))
+                elif base.__class__ is Call and base.func.__class__ is Name and base.func.id == "type" or \
+                        base.__class__ is Attribute and base.attr == "__class__":
                     members.add(sub.attr)  # type(self).x = v, self.__class__.x = v
                     if seen is not None:
                         seen.varied.add(sub.attr)
-                elif isinstance(base, ast.Attribute) and base.attr == "__dict__":
+                elif base.__class__ is Attribute and base.attr == "__dict__":
                     dynamic = True
-            elif kind is ast.Subscript and isinstance(sub.ctx, ast.Store):
-                if isinstance(sub.value, ast.Attribute) and sub.value.attr == "__dict__" \
-                        or _vars_of(sub.value, receivers):  # self.__dict__["x"] = v, vars(self)["x"] = v
+            elif kind is Call:
+                dynamic |= _call_members(sub, receivers, members, None if seen is None else seen.varied)
+                if reads and sub.func.__class__ is Name and sub.func.id == "getattr" \
+                        and len(sub.args) >= 2 and sub.args[1].__class__ is ast.Constant \
+                        and isinstance(sub.args[1].value, str):
+                    target = sub.args[0]
+                    if target.__class__ is Name and target.id in receivers:
+                        seen.names.add(sub.args[1].value)
+                    elif target.__class__ is Call and target.func.__class__ is Name \
+                            and target.func.id == "super":
+                        seen.supers.add(sub.args[1].value)
+            elif kind is ast.Subscript:
+                if sub.ctx.__class__ is ast.Store and (
+                        sub.value.__class__ is Attribute and sub.value.attr == "__dict__"
+                        or _vars_of(sub.value, receivers)):  # self.__dict__["x"] = v, vars(self)["x"] = v
                     name = string_value(sub.slice)
                     if name is None:
                         dynamic = True
                     else:
                         members.add(name)
-            elif kind is ast.Call:
-                dynamic |= _call_members(sub, receivers, members, None if seen is None else seen.varied)
-                if reads and sub.func.__class__ is ast.Name and sub.func.id == "getattr" \
-                        and len(sub.args) >= 2 and sub.args[1].__class__ is ast.Constant \
-                        and isinstance(sub.args[1].value, str):
-                    target = sub.args[0]
-                    if target.__class__ is ast.Name and target.id in receivers:
-                        seen.names.add(sub.args[1].value)
-                    elif target.__class__ is ast.Call and target.func.__class__ is ast.Name \
-                            and target.func.id == "super":
-                        seen.supers.add(sub.args[1].value)
-            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in receivers:
-                pass
+            else:  # Assign, AnnAssign
+                value = sub.value
+                targets = sub.targets if kind is Assign else [sub.target]
+                if in_init and kind is Assign and len(targets) == 1 and value.__class__ is Call:
+                    target = targets[0]
+                    if target.__class__ is Attribute and target.value.__class__ is Name and \
+                            target.value.id in receivers:
+                        chains.append(("=" + target.attr, value.func))
+                if seen is not None and value is not None:
+                    if value.__class__ is ast.Constant:
+                        for t in targets:
+                            const_targets[id(t)] = value
+                    if _falsy_constant(value):
+                        falsy_targets.update(id(t) for t in targets)
+                if in_init_seen and len(targets) == 1 and value.__class__ is Call:
+                    target = targets[0]
+                    if target.__class__ is Attribute and target.value.__class__ is Name and \
+                            target.value.id in receivers:
+                        seen.ctors.setdefault(target.attr, []).append(value.func)
     return members, dynamic, abstract
 
 
@@ -1176,18 +1190,28 @@ _MEMBER_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.Attribute, ast.Subscri
 """The node kinds :func:`class_members` reads in a method (every other node is passed over)."""
 
 
-def _walk_method(method: ast.AST) -> list[ast.AST]:
+def _walk_method(method: ast.AST,
+                 classes: list[ast.ClassDef] | None = None) -> tuple[list[ast.AST], list[ast.AST]]:
     """Return the nodes of a method, nested functions included, nested classes excluded (the
-    ``ClassDef`` node itself is included), without the ``ctx``/``op`` singletons."""
+    ``ClassDef`` node itself is included, and appended to ``classes`` when given), without the
+    ``ctx``/``op`` singletons; and, in the same order, those of them of the kinds
+    :func:`class_members` reads (:data:`_MEMBER_KINDS`)."""
     out = child_nodes(method)
+    read: list[ast.AST] = []
     plans = _CHILD_FIELDS
     holey = _HOLEY
+    member_kinds = _MEMBER_KINDS
     append = out.append
     extend = out.extend
     for node in out:  # the list grows while it is read: a breadth-first walk
-        if node.__class__ is ast.ClassDef:
+        kind = node.__class__
+        if kind in member_kinds:
+            read.append(node)
+        elif kind is ast.ClassDef:
+            if classes is not None:
+                classes.append(node)
             continue
-        for name in plans[node.__class__]:
+        for name in plans[kind]:
             value = getattr(node, name, None)
             if value is None:
                 continue
@@ -1195,7 +1219,35 @@ def _walk_method(method: ast.AST) -> list[ast.AST]:
                 extend([v for v in value if v is not None] if name in holey else value)
             else:
                 append(value)
-    return out
+    return out, read
+
+
+class _MethodWalks:
+    """The nodes of a file's methods as :func:`class_members` walked them (:func:`_walk_method`):
+    ``nodes``, one list per method; ``methods``: the ``id`` of each method walked; ``classes``: the
+    classes defined in those methods (their ``ClassDef`` node is among a method's nodes, their
+    bases, decorators and body are not)."""
+
+    __slots__ = ("nodes", "methods", "classes")
+
+    def __init__(self) -> None:
+        self.nodes: list[list[ast.AST]] = []
+        self.methods: set[int] = set()
+        self.classes: list[ast.ClassDef] = []
+
+    def add(self, method: ast.AST, nodes: list[ast.AST]) -> None:
+        self.nodes.append(nodes)
+        self.methods.add(id(method))
+
+
+def _nodes_outside_methods(tree: ast.Module, walked: _MethodWalks) -> list[ast.AST]:
+    """The nodes of ``tree`` that are in none of the method walks ``walked``: breadth-first from the
+    root, not below those methods (their ``def`` node is kept), and below each class defined in one
+    of them. With the nodes of ``walked``: every node of :func:`walk_nodes` ``(tree)`` once."""
+    roots: list[ast.AST] = [tree]
+    for node in walked.classes:
+        roots.extend(child_nodes(node))
+    return walk_nodes_pruned(roots, walked.methods)
 
 
 def is_setattr(func: ast.AST) -> bool:
