@@ -91,7 +91,9 @@ No message for:
   module again (a tuner applied twice), which it refuses on purpose. The same guard written in the
   walk itself is not reported either: the raise tests a mark that the walk stores on the walked
   submodule only for the modules it selects (`module.lora_a = ...` after `if not matches(name):
-  continue`), and no other walk of the function stores it. A call made for every walked
+  continue`), and no other walk of the function stores it. Skipping the root (`if sub is module:
+  continue`) or a deny-list (`if name in skip: continue`) keeps nearly every submodule and is no
+  selection: such a walk still marks the region. A call made for every walked
   submodule, or a walk that marks the region itself (every submodule it meets, in this walk or
   another), stays reported (`transform_guard`, `transform_guard_ok`). The rule does not read the callers: a transformation applied per region
   whose regions share a *selected* module is not reported;
@@ -614,7 +616,10 @@ class _FileChecker:
         """True when the walk reaches ``node`` only for the submodules it selects: ``node`` sits under
         an ``if`` of the loop body testing the walked submodule or its name (``isinstance(sub,
         nn.Linear) and matches(name)``, ``name.endswith("proj")``), or after ``if not ...: continue``
-        on them. A test reading one of ``markers`` (``if not sub._is_wrapped: sub._is_wrapped =
+        on them (a selection keeps the modules its test names: the body of a positive test, the
+        modules passing a negative test before ``continue``; skipping the root, ``if sub is
+        module: continue``, or a deny-list, ``if name in skip: continue``, keeps nearly every
+        module and is no selection). A test reading one of ``markers`` (``if not sub._is_wrapped: sub._is_wrapped =
         True``) selects by the mark, and a membership test of the submodule object (``if sub in
         seen: continue``) by a record of visits, not by what the module is: neither counts."""
         names = {walk.var} | ({walk.name_var} if walk.name_var else set())
@@ -627,14 +632,24 @@ class _FileChecker:
                        for n in ast.walk(c.left)}
             return any(isinstance(n, ast.Name) and n.id in names and id(n) not in records for n in ast.walk(test))
 
+        def negative(test: ast.AST) -> bool:  # `not ...`, `x not in ...`, `x is not ...`, `x != ...`
+            return isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) or \
+                isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+                isinstance(test.ops[0], (ast.NotIn, ast.IsNot, ast.NotEq))
+
+        def selects(test: ast.AST, keep_when_true: bool) -> bool:
+            # a selection keeps what the test names (the body of a positive test, what passes a
+            # negative `continue` test); skipping the root or a deny-list keeps nearly everything
+            return tests_walked(test) and self._root_test(test, walk) is None and negative(test) != keep_when_true
+
         child: ast.AST = node
         for anc in self.ctx.ancestors(node):
-            if isinstance(anc, ast.If) and tests_walked(anc.test) and any(child is n for n in anc.body):
+            if isinstance(anc, ast.If) and selects(anc.test, True) and any(child is n for n in anc.body):
                 return True
             block = next((b for b in (getattr(anc, "body", None), getattr(anc, "orelse", None))
                           if b.__class__ is list and any(child is n for n in b)), None)
             if block is not None and any(  # `if not isinstance(sub, nn.Linear): continue` before it
-                    isinstance(stmt, ast.If) and not stmt.orelse and tests_walked(stmt.test)
+                    isinstance(stmt, ast.If) and not stmt.orelse and selects(stmt.test, False)
                     and isinstance(stmt.body[-1], ast.Continue)
                     for stmt in block[:next(i for i, n in enumerate(block) if n is child)]):
                 return True

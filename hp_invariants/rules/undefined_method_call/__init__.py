@@ -143,13 +143,14 @@ No message when:
   same holds for calls on annotated parameters and on locals bound to a wrapper.
   "Runs first": a statement before it in an enclosing block never falls through
   (it evaluates such a use unconditionally, or every branch of it does or ends in
-  `return`/`raise`/`break`/`continue`: `if`/`else`, `with`, a `try` whose handlers that may catch
-  AttributeError do too), or the use is in its own statement or the header of a compound statement
+  `return`/`raise`/`break`/`continue`: `if`/`else`, a `with` of a context manager known not to
+  swallow errors (`open`, `no_grad`, `autocast`, ...; not `contextlib.suppress` nor an unknown
+  one), a `try` whose handlers that may catch AttributeError do too), or the use is in its own statement or the header of a compound statement
   holding it, or it is in a `try`'s `else` after such a body. The first failure raises, so this
   one never runs; one finding per path (a loop body may run zero times and a
   handler may swallow the error, so those leave the later use reported: `repeat_use`). Across
   methods: when the class's `__init__` always raises at reported uses or plain reads of its missing
-  members and every project subclass lacking this member lacks those too and runs that `__init__`
+  members (no `return` anywhere in it: an early one builds the instance) and every project subclass lacking this member lacks those too and runs that `__init__`
   (it defines none, or, in this file, one that calls `super().__init__(...)` on every path outside
   any `try`), no such instance can be built, so the uses in the other methods never run;
 * the call sits in a private function or method (`_f`, not `__f__`) that nothing in the project
@@ -1450,6 +1451,32 @@ def _failing_statement(ctx, use: ast.AST, method: ast.AST) -> ast.stmt | None:
     return None
 
 
+_KEEPS_EXCEPTIONS = frozenset({
+    "open", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "autocast", "nullcontext",
+    "record_function", "profile", "device", "stream", "Lock", "RLock", "TemporaryDirectory", "sdpa_kernel",
+})
+"""Context managers (last name of the callee) that never swallow an exception of their body
+(``__exit__`` returns a false value): a failing use inside them still leaves the statement."""
+
+
+def _keeps_exceptions(context: ast.AST) -> bool:
+    """True for a ``with`` item known to let its body's exceptions through (:data:`_KEEPS_EXCEPTIONS`,
+    called or not); any other context manager may swallow them (``contextlib.suppress``)."""
+    name = dotted_name(context.func if isinstance(context, ast.Call) else context) or ""
+    return name.rsplit(".", 1)[-1] in _KEEPS_EXCEPTIONS
+
+
+def _walk_no_functions(block: list) -> Iterator[ast.AST]:
+    """The nodes of ``block``, not entering nested functions, lambdas or classes."""
+    stack = list(block)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(child)
+
+
 def _may_catch_attribute_error(handler: ast.ExceptHandler) -> bool:
     """True unless the handler names only built-in exceptions that are not AttributeError's bases
     (``except ValueError``, ``except (KeyError, TypeError)``); a bare ``except`` or any other name may."""
@@ -1518,8 +1545,11 @@ class _FailedBefore:
         return any(self.never_falls_through(stmt, exits) for stmt in block)
 
     def always_raises(self, block: list) -> bool:
-        """True when running ``block`` (a method's body) always raises: as never falling through,
-        with ``raise`` the only exit (a ``return`` completes the call)."""
+        """True when running ``block`` (a method's body) always raises: it never falls through, it
+        holds no ``return`` at all (an early ``return``, or one in a ``finally``, completes the call)
+        and ``raise`` is its only exit."""
+        if any(node.__class__ is ast.Return for node in _walk_no_functions(block)):
+            return False
         return self.never_falls_through_block(block, (ast.Raise,))
 
     def never_falls_through(self, stmt: ast.stmt, exits: tuple = EXITS) -> bool:
@@ -1538,8 +1568,9 @@ class _FailedBefore:
         if kind is ast.If:
             return self.never_falls_through_block(stmt.body, exits) and \
                 self.never_falls_through_block(stmt.orelse, exits)
-        if kind in (ast.With, ast.AsyncWith):
-            return self.never_falls_through_block(stmt.body, exits)
+        if kind in (ast.With, ast.AsyncWith):  # a context manager may swallow the error
+            return all(_keeps_exceptions(item.context_expr) for item in stmt.items) and \
+                self.never_falls_through_block(stmt.body, exits)
         if kind in (ast.Try, ast.TryStar):
             if self.never_falls_through_block(stmt.finalbody, exits):
                 return True
