@@ -1941,4 +1941,10 @@ class ResultsCache:
 
 
 def _rel(path: str, root: Path) -> str:
-    return os.path.relpath(os.path.abspath(path), root)
+    """``os.path.relpath`` of ``path`` from the project ``root``: for a path under it (the common
+    case), the part after the root's own, without splitting both paths into components."""
+    absolute = os.path.abspath(path)
+    prefix = str(root).rstrip(os.sep) + os.sep
+    if absolute.startswith(prefix) and len(absolute) > len(prefix):
+        return absolute[len(prefix):]
+    return os.path.relpath(absolute, root)

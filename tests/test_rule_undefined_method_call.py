@@ -614,6 +614,61 @@ def test_decorator_adds_finds_each_shape_and_nothing_else():
     assert adds("def d(cls):\n    class Helper:\n        pass\n    REG[cls] = Helper\n    return cls\n") == set()
 
 
+def test_the_summary_reads_every_node_once():
+    """The summarizer reads the nodes of each method from the walk ``class_members`` made of it and
+    the rest of the tree from a walk pruned at those methods: together, every node of the tree once
+    (classes defined in methods, in functions, in a class body's ``if``, in an ``if`` inside a
+    method, async methods, lambdas and nested functions included)."""
+    import ast
+    from collections import Counter
+
+    from hp_invariants.astutil import walk_nodes
+
+    tree = ast.parse(textwrap.dedent('''
+        import torch
+
+        def build(n):
+            class Local(torch.nn.Module):
+                def forward(self, x):
+                    return [lambda y: y + i for i in range(n)]
+            return Local
+
+        class Outer:
+            flag = False
+            if torch.cuda.is_available():
+                def on_gpu(self):
+                    self.flag = True
+            async def fetch(self, key: str = "k") -> int:
+                def helper(v):
+                    return v
+                return helper(await self.get(key))
+            def make(self):
+                class Inner(Outer):
+                    size = 1
+                    def grow(self):
+                        class Deep:
+                            def run(self):
+                                return self
+                        return Deep
+                if self.flag:
+                    class Hidden:
+                        def go(self):
+                            return 2
+                return Inner
+    '''))
+    summarizer = class_index._Summarizer("m", False, None)
+    summarizer.module_scope(tree.body, "", in_function=False)
+    imports = summarizer.build_imports()
+    walked = class_index._MethodWalks()
+    for qual, node in summarizer.raw_classes:
+        summarizer.class_summary(qual, node, imports, walked)
+    read = [*class_index._nodes_outside_methods(tree, walked), *(n for nodes in walked.nodes for n in nodes)]
+    assert Counter(map(id, read)) == Counter(map(id, walk_nodes(tree)))
+    # six methods walked by class_members (Hidden, in an ``if`` of a method, is no indexed class: its
+    # method is read with the rest of the tree); Inner, Deep and Hidden met in the methods' walks
+    assert len(walked.nodes) == 6 and len(walked.classes) == 3
+
+
 def test_class_decorator_patches_skip_only_functions_without_a_mark():
     """A module's summary walks a module-level function for what it assigns onto a decorated class
     only when one of its lines (decorators included) holds an attribute stored on a name, a name's

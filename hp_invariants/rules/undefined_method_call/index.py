@@ -145,10 +145,10 @@ class FileSummary(NamedTuple):
     ``private_refs``: the private names (``_x``, not ``__x__``) the file reads, as a name, an
     attribute or a string (``getattr(self, "_x")``, a handler table; a string ending in ``_`` stands
     for every name it begins: ``f"_on_{event}"``), outside the bodies of private functions;
-    ``private_defs``: per private function (``def _f``, a method or not, innermost; in source
-    order), the private names read in its body other than its own (a recursion or ``super()._f()`` call does not call
-    it from elsewhere). ``private_self``: ``(name, class, function)`` for each private name read on a
-    method's own instance (``self._x``, ``cls._x``, ``super()._x``) in ``class`` (qualified name),
+    ``private_defs``: per private function in source order (``def _f``, a method or not, innermost),
+    the private names read in its body other than its own (a recursion or ``super()._f()`` call
+    does not call it from elsewhere). ``private_self``: ``(name, class, function)`` for each private
+    name read on a method's own instance (``self._x``, ``cls._x``, ``super()._x``) in ``class`` (qualified name),
     ``function`` being the innermost private function holding the read (``""``: none); such a read
     can only reach the ``_x`` of a class related to that one, so it is kept apart from
     ``private_refs`` (still in ``private_defs``). See :meth:`ClassIndex.private_live`. ``required``: the qualified targets of
@@ -376,7 +376,7 @@ class _Summarizer:
                 self.class_stores.append(("", _intern(attr)))
 
     def class_summary(self, qual: str, node: ast.ClassDef, imports: dict[str, str],
-                      walked: "_MethodWalks | None" = None) -> ClassSummary:
+                      walked: _MethodWalks | None = None) -> ClassSummary:
         """The :class:`ClassSummary` of the class ``node`` (``walked``: see :func:`class_members`)."""
         bases = tuple(_intern(_base_name(b, imports)) for b in node.bases)
         metaclass = ""
@@ -662,7 +662,7 @@ class _Summarizer:
                 qual = qualify(ann, imports)
                 if qual != UNKNOWN:
                     param_calls.update((_intern(qual), _intern(m)) for m in methods_of[node.arg])
-        own_defs.sort(key=_line)  # in source order, whatever the order of the walk
+        own_defs.sort(key=_line)  # source order (an enclosing function first), whatever the walk's order
         return FileSummary(_intern(self.module), self.is_package, imports, tuple(self.star), classes,
                            frozenset(uses), tuple(sorted(p for p in patched if p[0] != UNKNOWN)),
                            tuple(sorted(stores)), tuple(sorted(param_calls)),
@@ -1017,7 +1017,7 @@ def _constant_method(method: ast.FunctionDef | ast.AsyncFunctionDef, seen: "_Use
 
 
 def class_members(node: ast.ClassDef, chains: list | None = None, seen: "_Uses | None" = None,
-                  walked: "_MethodWalks | None" = None) -> tuple[set[str], bool, set[str]]:
+                  walked: _MethodWalks | None = None) -> tuple[set[str], bool, set[str]]:
     """Return ``(members, dynamic, abstracts)`` of one class statement (``abstracts``: the names
     of its ``@abstractmethod`` members).
 
@@ -1228,7 +1228,7 @@ class _MethodWalks:
     classes defined in those methods (their ``ClassDef`` node is among a method's nodes, their
     bases, decorators and body are not)."""
 
-    __slots__ = ("nodes", "methods", "classes")
+    __slots__ = ("classes", "methods", "nodes")
 
     def __init__(self) -> None:
         self.nodes: list[list[ast.AST]] = []
