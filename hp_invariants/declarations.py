@@ -36,10 +36,11 @@ class ClassIndexFactsDeclaration(ProjectFacts):
     implementation = "hp_invariants.rules.undefined_method_call.index:ClassIndexFacts"
 
     def root_inputs(self, root: Path) -> str:
-        """The library ranges the project ``root`` declares (the catalog the index answers from)."""
+        """A digest of the files declaring the project's library ranges (the catalog the index answers
+        from): :func:`hp_invariants.catalog.declarations_digest`, so a cached answer parses none."""
         from hp_invariants import catalog  # noqa: PLC0415 - only where a project's facts are asked for
 
-        return catalog.ranges_text(catalog.declared_ranges(root))
+        return catalog.declarations_digest(root)
 
 
 FUNCTION_FACTS = ShardGateFactsDeclaration()

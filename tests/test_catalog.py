@@ -302,6 +302,22 @@ def test_e9503_reads_the_declared_range(tmp_path):
     assert ", outside the declared range transformers>=5" in finding.message
 
 
+def test_declarations_digest_follows_the_declaring_files(tmp_path):
+    # the project facts' cache key: the bytes of the files that name a catalogued library, no parse
+    from hp_invariants.catalog import declarations_digest
+
+    _write(tmp_path, {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["numpy"]\n'})
+    assert declarations_digest(tmp_path) == ""  # names no catalogued library
+    _write(tmp_path, {"requirements/dev.txt": "Mindspore_Ascend>=2.7\n"})
+    first = declarations_digest(tmp_path)
+    assert first != ""
+    _write(tmp_path, {"requirements/dev.txt": "Mindspore_Ascend>=2.8\n"})
+    second = declarations_digest(tmp_path)
+    assert second not in ("", first)
+    _write(tmp_path, {"setup.py": "install_requires = ['torch']\n"})
+    assert declarations_digest(tmp_path) not in ("", first, second)
+
+
 def test_results_cache_follows_the_declared_range(tmp_path):
     root = _project(tmp_path / "proj", '[project]\nname = "x"\ndependencies = ["transformers>=5"]\n')
     cache = tmp_path / "cache"
