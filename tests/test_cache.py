@@ -72,6 +72,18 @@ def _check(root: Path, cache: Path, *extra: str) -> tuple[int, list[dict]]:
     return code, json.loads(out.getvalue())["findings"]
 
 
+def _check_built(root: Path, cache: Path, *extra: str) -> tuple[int, list[dict]]:
+    """:func:`_check` twice, the results cache emptied between: the second run builds the project
+    objects from the cached summaries and stores them (a run that summarizes files stores none)."""
+    first = _check(root, cache, *extra)
+    with contextlib.closing(cache_db(cache)) as conn:
+        conn.execute("DELETE FROM results")
+    assert stored_counts(cache)["built"] == 0
+    second = _check(root, cache, *extra)
+    assert second == first
+    return second
+
+
 def _session(cache: Path) -> engine.Session:
     return engine.default_session(Resolver(RULES, Overrides(cache_dir=str(cache))), cache_dir=str(cache))
 
@@ -119,7 +131,11 @@ def test_planted_pickle_cache_runs_nothing_and_is_rebuilt(tmp_path):
     assert not marker.exists()
     assert code == 1 and [f["message"].split(":")[0] for f in findings] == ["'Child' object has no attribute 'step'"]
     counts = stored_counts(cache)  # rebuilt: a database of ours again, holding the facts and the results
-    assert counts["summaries"] == 4 and counts["built"] == 2 and counts["results"] == 4
+    assert counts["summaries"] == 4 and counts["built"] == 0 and counts["results"] == 4  # built: see below
+    with contextlib.closing(cache_db(cache)) as conn:
+        conn.execute("DELETE FROM results")
+    assert _check(root, cache) == (code, findings)
+    assert stored_counts(cache)["built"] == 2
 
 
 def test_crafted_rows_are_ignored(tmp_path):
@@ -127,7 +143,7 @@ def test_crafted_rows_are_ignored(tmp_path):
     missing (the store checks every value against its declared type)."""
     root = _project(tmp_path)
     cache = tmp_path / "cache"
-    assert _check(root, cache) == (0, [])
+    assert _check_built(root, cache) == (0, [])
     with contextlib.closing(cache_db(cache)) as conn:
         def rewrite(table: str, make) -> None:  # each row as make(row, its space's checksum seed) gives it
             for row in conn.execute(f"SELECT * FROM {table}").fetchall():
@@ -294,6 +310,10 @@ def test_cache_dir_and_clear(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     folder = root / ".hp-cache"
     assert (folder / store_module.DB_NAME).exists()
+    with contextlib.closing(cache_db(folder)) as conn:
+        conn.execute("DELETE FROM results")  # so that the next check builds from the summaries and stores it
+    assert main(["check", str(root)]) == 0
+    capsys.readouterr()
     assert built_rows(folder, "shard-gates", "files")  # the built objects, one row per entry
     engine.run_check(_session(folder), [str(root)])  # the results cache (the CLI wraps E9503: see below)
     assert stored_counts(folder)["results"] == 4
@@ -737,6 +757,8 @@ def test_a_damaged_entry_or_key_is_answered_from_the_rebuilt_object(tmp_path):
     root = _project(tmp_path)
     cache = tmp_path / "cache"
     kinds = list({id(r.project_facts): r.project_facts for r in RULES if r.project_facts is not None}.values())
+    for f in kinds:  # the first build summarizes the files, the second stores the built object
+        project_module.Project(cache_dir=str(cache)).data_for_root(f, root)
     first = project_module.Project(cache_dir=str(cache))
     expected = {f.key: f.persist(first.data_for_root(f, root)) for f in kinds}
     uses = built_rows(cache, "class-index", "uses")
@@ -800,7 +822,7 @@ def test_built_objects_are_cached_for_non_ascii_identifiers(tmp_path):
     (their texts were once encoded as ASCII, so the write was silently skipped)."""
     root = _tree(tmp_path / "proj", {"m.py": "class Gr\u00f6\u00dfe:\n    def \u00e9t\u00e9(self):\n        return gr\u00f6\u00dfe()\n"})
     cache = tmp_path / "cache"
-    assert _check(root, cache) == (0, [])
+    assert _check_built(root, cache) == (0, [])
     assert stored_counts(cache)["built"] == 2
     [stored] = built_rows(cache, "class-index", "files").values()
     assert json.loads(stored)[4][0][0] == "Gr\u00f6\u00dfe"  # the file's one class
@@ -841,7 +863,8 @@ def test_a_restored_object_answers_as_stored_while_a_newer_build_replaces_it(tmp
 
     root = _project(tmp_path)
     cache = tmp_path / "cache"
-    project_module.Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)  # stored
+    project_module.Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)  # summarized
+    project_module.Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)  # built from them: stored
     old = project_module.Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)
     assert not isinstance(old.files, list) and store_module._SNAPSHOTS  # restored: read through a snapshot
     (root / "pkg" / "other.py").write_text("class Made:\n    pass\n\n\nclass Other(Made):\n    pass\n\n\nMade()\n")
@@ -873,7 +896,10 @@ def test_concurrent_runs_and_workers_share_the_store(tmp_path):
                                  "--cache-dir", str(cache), str(root)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env)
 
-    for _round in range(2):  # cold: all write at once; warm: all read while the others write results
+    for round_ in range(3):  # cold: all write at once; warm with no results: all build from the summaries
+        if round_ == 1:      # and write their built objects at once; warm: all read while others write results
+            with contextlib.closing(cache_db(cache)) as conn:
+                conn.execute("DELETE FROM results")
         runs = [start(root) for root in [*roots, *roots]]
         outputs = [run.communicate(timeout=300) for run in runs]
         for (out, err), want in zip(outputs, [*expected, *expected]):
