@@ -176,11 +176,14 @@ class Catalog:
         return out
 
     def selection_key(self, ranges: Ranges) -> str:
-        """A text naming the releases :meth:`selection` admits, for cache records: equal keys, equal
-        entries."""
+        """A text naming the releases :meth:`selection` admits and the declarations as written, for
+        cache records: equal keys, equal entries and equal messages."""
         chosen = self.selection(ranges)
-        return ";".join(f"{lib}=" + ",".join(v for v in chosen[lib]) for lib in sorted(chosen)
-                        if chosen[lib] != self.versions[lib])
+        admitted = [f"{lib}=" + ",".join(v for v in chosen[lib]) for lib in sorted(chosen)
+                    if chosen[lib] != self.versions[lib]]
+        # the declarations as written too: a finding's message quotes them ("outside the declared range
+        # transformers>=5"), so a range rewritten to admit the same releases must not keep the old text
+        return ";".join(admitted + [f"{lib}@{describe(ranges[lib])}" for lib in sorted(ranges)])
 
     def _releases(self, cls: _Class, chosen: Mapping[str, tuple[str, ...]]) -> int:
         """The releases of ``cls`` that count (a mask): those chosen that read it, else every release
@@ -419,24 +422,20 @@ def declared_ranges(root: str | os.PathLike[str]) -> dict[str, tuple[SpecifierSe
 
 def declarations_digest(root: str | os.PathLike[str]) -> str:
     """A digest of the files :func:`declared_ranges` reads at ``root`` (their names and bytes), or
-    ``""`` when none names a catalogued library: what the project facts' cache key holds instead of the parsed ranges,
+    ``""`` when there is none: what the project facts' cache key holds instead of the parsed ranges,
     so that a check answered from the cache parses no requirement (``packaging`` alone costs about
     0.1 s to import). Any edit of a declaring file changes it, comments included. Never raises."""
     digest = hashlib.blake2b(digest_size=16)
-    named = False
-    for path, _size, _mtime in _declaring_files(os.fspath(root)):
+    files = _declaring_files(os.fspath(root))
+    for path, _size, _mtime in files:  # every one: a name may be spelled with escapes ("\\u0074orch")
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
         except OSError:
-            continue  # declares nothing (as in declared_ranges)
-        folded = re.sub(rb"[-_.]+", b"-", data.lower())
-        if not any(name.encode() in folded for name in DISTRIBUTIONS):
-            continue  # names no catalogued library: declares nothing
-        named = True
+            data = b"\0unreadable"
         digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(len(data).to_bytes(8, "little") + data)
-    return digest.hexdigest() if named else ""
+    return digest.hexdigest() if files else ""
 
 
 def _declaring_files(root: str) -> tuple[tuple[str, int, int], ...]:

@@ -92,9 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
                            "[tool.hp-invariants], else $HP_INVARIANTS_CACHE_DIR, else $XDG_CACHE_HOME/hp-invariants "
                            "(~/.cache/hp-invariants). It holds one SQLite database of plain data (no pickles, nothing that runs); "
                            "clearing it only costs speed.")
-    cache.add_argument("action", choices=("dir", "clear"), help="dir: print the folder; clear: delete its cache files")
-    cache.add_argument("path", nargs="?", default=".", help="a file or folder of the project (default: .)")
     cache.add_argument("--cache-dir", metavar="DIR", help="the cache folder to show or clear")
+    actions = cache.add_subparsers(dest="action", required=True, metavar="{dir,clear}")
+    for name, text in (("dir", "print the cache folder"), ("clear", "delete the cache files in the cache folder")):
+        action = actions.add_parser(name, help=text, description=text[0].upper() + text[1:] + " (see 'cache --help').")
+        action.add_argument("path", nargs="?", default=".", help="a file or folder of the project (default: .)")
+        # SUPPRESS: an option given before the action ('cache --cache-dir X clear') is not reset
+        action.add_argument("--cache-dir", metavar="DIR", default=argparse.SUPPRESS,
+                            help="the cache folder to show or clear")
     history_cli.add_arguments(sub, check, fix, _common)
     sub.add_parser("rules", help="list the rules")
     explain = sub.add_parser("explain", help="print a rule's documentation")

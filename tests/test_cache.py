@@ -242,18 +242,25 @@ def test_fingerprint_of_one_kind_reuses_the_walk_of_all_kinds(tmp_path, monkeypa
     both = [ClassIndexFacts(), ShardGateFacts()]
     project = project_module.Project(cache_dir=str(tmp_path / "cache"))
     project.prepare_root(root, both)
-    whole = project.fingerprint(str(root / "pkg" / "base.py"), both)
+    child = str(root / "pkg" / "child.py")
+    # what each set of kinds' fingerprint is (the class index's kind adds a digest of the root's
+    # declaring files, here its pyproject.toml), from another Project: it walks and reads on its own
+    fresh = project_module.Project(cache_dir=str(tmp_path / "cache"))
+    expected = {n: fresh.fingerprint(child, kinds) for n, kinds in (("both", both), ("index", both[:1]),
+                                                                    ("gates", both[1:]))}
+    assert len(set(expected.values())) == 3
+    assert project.fingerprint(str(root / "pkg" / "base.py"), both) == expected["both"]
     reads: list[str] = []
     real_read = project_module.read_source_bytes
     monkeypatch.setattr(project_module, "read_source_bytes", lambda path, limit: reads.append(path) or real_read(path, limit))
-    assert project.fingerprint(str(root / "pkg" / "child.py"), [both[0]]) == whole
-    assert project.fingerprint(str(root / "pkg" / "child.py"), [both[1]]) == whole
+    assert project.fingerprint(child, both[:1]) == expected["index"]
+    assert project.fingerprint(child, both[1:]) == expected["gates"]
     assert reads == []
     # a fresh process (new Project) checking against the stored results: one walk, stat-trusted files not read
     monkeypatch.setattr(project_module, "RACY_WINDOW_NS", -10**18)
     again = project_module.Project(cache_dir=str(tmp_path / "cache"))
-    assert again.fingerprint(str(root / "pkg" / "child.py"), both) == whole
-    assert again.fingerprint(str(root / "pkg" / "child.py"), [both[1]]) == whole
+    assert again.fingerprint(child, both) == expected["both"]
+    assert again.fingerprint(child, both[1:]) == expected["gates"]
     assert reads == []
 
 
@@ -328,6 +335,23 @@ def test_cache_dir_and_clear(tmp_path, capsys, monkeypatch):
     (folder / "keep.txt").unlink()
     assert main(["cache", "clear"]) == 0
     assert not folder.exists()
+
+
+def test_cache_actions_take_the_folder_option_anywhere(tmp_path, capsys):
+    # a new user's find: 'cache clear --cache-dir X .' was an error (the action and the path were one
+    # argparse match), and 'cache clear --help' printed the parent's help
+    root = _project(tmp_path)
+    for n, argv in enumerate((["cache", "{a}", "--cache-dir", "{d}", "{r}"], ["cache", "--cache-dir", "{d}", "{a}", "{r}"],
+                              ["cache", "{a}", "{r}", "--cache-dir", "{d}"])):
+        folder = tmp_path / f"c{n}"
+        assert _check(root, folder) == (0, [])
+        fill = {"d": str(folder), "r": str(root)}
+        assert main([part.format(a="dir", **fill) for part in argv]) == 0
+        assert capsys.readouterr().out.strip() == str(folder)
+        assert main([part.format(a="clear", **fill) for part in argv]) == 0
+        assert not folder.exists() and "removed" in capsys.readouterr().err
+    assert main(["cache", "clear", "--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: hp-invariants cache clear")
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

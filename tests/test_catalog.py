@@ -303,19 +303,45 @@ def test_e9503_reads_the_declared_range(tmp_path):
 
 
 def test_declarations_digest_follows_the_declaring_files(tmp_path):
-    # the project facts' cache key: the bytes of the files that name a catalogued library, no parse
+    # the project facts' cache key: the bytes of every declaring file at the root, nothing parsed
     from hp_invariants.catalog import declarations_digest
 
+    assert declarations_digest(tmp_path) == ""  # no declaring file
     _write(tmp_path, {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["numpy"]\n'})
-    assert declarations_digest(tmp_path) == ""  # names no catalogued library
-    _write(tmp_path, {"requirements/dev.txt": "Mindspore_Ascend>=2.7\n"})
-    first = declarations_digest(tmp_path)
-    assert first != ""
-    _write(tmp_path, {"requirements/dev.txt": "Mindspore_Ascend>=2.8\n"})
-    second = declarations_digest(tmp_path)
-    assert second not in ("", first)
-    _write(tmp_path, {"setup.py": "install_requires = ['torch']\n"})
-    assert declarations_digest(tmp_path) not in ("", first, second)
+    seen = {declarations_digest(tmp_path)}
+    for files in ({"requirements/dev.txt": "Mindspore_Ascend>=2.7\n"}, {"requirements/dev.txt": "mindspore>=2.8\n"},
+                  {"setup.py": "install_requires = ['torch']\n"}, {"pyproject.toml": "# a comment\n"}):
+        _write(tmp_path, files)
+        seen.add(declarations_digest(tmp_path))
+    assert len(seen) == 5 and "" not in seen
+
+
+def test_results_cache_follows_a_range_spelled_with_escapes(tmp_path):
+    # a new user's find: the key once held only files whose bytes name a catalogued library, and a TOML
+    # escape names one without those bytes ("\u0074ransformers"): the range edit kept stale results
+    pyproject = '[project]\nname = "x"\ndependencies = ["\\u0074ransformers%s"]\n'
+    root = _project(tmp_path / "proj", pyproject % "<4.50")
+    cache = tmp_path / "cache"
+    assert _findings(root, cache)[0] == [] == _findings(root)
+    (root / "pyproject.toml").write_text(pyproject % ">=5")
+    (finding,) = _findings(root, cache)[0]
+    assert finding.args[1] == "generate" and finding.message == _findings(root)[0].message
+    assert ", outside the declared range transformers>=5" in finding.message
+
+
+def test_cached_messages_quote_the_range_as_written_now(tmp_path):
+    # a new user's find: a range rewritten to admit the same releases (>=5.0 -> >=5.0.0) kept the cached
+    # finding, whose message quoted the old text; the results' catalog key holds the text as written
+    pyproject = '[project]\nname = "x"\ndependencies = ["transformers%s", "torch"]\n'
+    root = _project(tmp_path / "proj", pyproject % ">=5.0")
+    cache = tmp_path / "cache"
+    (first,) = _findings(root, cache)[0]
+    assert "declared range transformers>=5.0 [" in first.message
+    for written in (">=5.0.0", ">=5.0,<9", ">=5.0"):
+        (root / "pyproject.toml").write_text(pyproject % written)
+        (finding,) = _findings(root, cache)[0]
+        assert finding.message == _findings(root)[0].message, written
+        assert f"declared range transformers{SpecifierSet(written)} [" in finding.message, written
 
 
 def test_results_cache_follows_the_declared_range(tmp_path):
@@ -328,7 +354,10 @@ def test_results_cache_follows_the_declared_range(tmp_path):
     (root / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["transformers<4.50"]\n')
     findings, stats = _findings(root, cache)
     assert findings == [] and stats["misses"] >= 1
-    # a range that admits the same catalogued releases: the cached results stay valid
+    # a range that admits the same catalogued releases, written otherwise: checked again (a finding's
+    # message quotes the range as written: test_cached_messages_quote_the_range_as_written_now)
     (root / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["transformers<=4.49.0"]\n')
+    findings, stats = _findings(root, cache)
+    assert findings == [] and stats["misses"] >= 1
     findings, stats = _findings(root, cache)
     assert findings == [] and stats["misses"] == 0

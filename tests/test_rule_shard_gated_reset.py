@@ -480,7 +480,8 @@ def test_cached_project_index_answers_as_the_built_one(tmp_path):
 
     root = _project(tmp_path / "p", {"helpers.py": HELPERS, "more.py": MORE, "train.py": USES})
     cache = tmp_path / "cache"
-    built = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
+    built = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)  # summarizes: stores no built object
+    Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)  # from the cached summaries: stores it
     again = Project(cache_dir=str(cache))
     read = again.data_for_root(RULE.project_facts, root)
     assert again.stats["parsed"] == 0 and type(read.functions) is not dict and read.paths == built.paths
@@ -508,6 +509,7 @@ def test_a_malformed_entry_of_the_cached_index_is_rebuilt_not_trusted(tmp_path):
     cache = tmp_path / "cache"
     expected = [(f.line, f.args) for f in _check_project(root, "train.py", cache)]
     assert len(expected) == 1
+    assert [(f.line, f.args) for f in _check_project(root, "train.py", cache)] == expected  # stores the built object
     assert built_rows(cache, "shard-gates", "functions")["apply_fsdp"].startswith("[[")  # one row per name
     set_built_rows(cache, "shard-gates", "functions", {"apply_fsdp": '[["not", "a", "def", 0]]'})
     set_built_rows(cache, "shard-gates", "callers", {"fully_shard": '{"not": "a list"}'})
@@ -818,6 +820,7 @@ def test_the_checked_file_s_facts_come_from_the_index_when_its_bytes_are_indexed
     root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES, "broken.py": "def (:\n"})
     cache = tmp_path / "cache"
     built = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
+    Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)  # from the cached summaries: stored
     read = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
     assert isinstance(read.files, ListTable) and not isinstance(read.files, list)  # read back from the cache
     for name in ("helpers.py", "train.py"):
@@ -847,6 +850,7 @@ def test_a_cached_caller_without_a_definition_does_not_crash_the_check(tmp_path)
     root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES})
     cache = tmp_path / "cache"
     assert len(_check_project(root, "train.py", cache)) == 1
+    assert len(_check_project(root, "train.py", cache)) == 1  # stores the built object
     set_built_rows(cache, "shard-gates", "callers", {"fully_shard": '["apply_fsdq"]'})
     index = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
     assert "apply_fsdq" not in project_closure(index, frozenset({"fully_shard"}))  # it raised KeyError

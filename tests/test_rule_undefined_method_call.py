@@ -225,12 +225,16 @@ def test_cache_warm_run_reads_and_detects_changes(tmp_path, monkeypatch):
     names = sorted(p.name for p in cache.iterdir())
     assert [n for n in names if n.startswith(".tmp")] == []  # written atomically, no temp left
     # the manifest, each file's summaries and the built index (its files and uses tables: one row per entry)
-    counts = stored_counts(cache)
-    assert (counts["manifests"], counts["summaries"], counts["built"]) == (1, 2, 1) and counts["built_rows"] >= 2
+    counts = stored_counts(cache)  # a run that summarized files stores no built index (its next edit changes it)
+    assert (counts["manifests"], counts["summaries"], counts["built"]) == (1, 2, 0)
     calls = []
     monkeypatch.setattr(project_module, "summarize_file", lambda *a: calls.append(a))
     warm = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
     assert warm.stats["parsed"] == 0 and calls == []
+    counts = stored_counts(cache)  # built from the cached summaries: stored, one row per entry of its tables
+    assert (counts["manifests"], counts["summaries"], counts["built"]) == (1, 2, 1) and counts["built_rows"] >= 2
+    again = ClassIndex.for_root(root, cache_dir=str(cache), use_cache=True)
+    assert again.stats["parsed"] == 0 and type(again.files) is not list and calls == []  # read back
     monkeypatch.undo()
     # same content, new mtime: the content hash decides, nothing is parsed
     os.utime(root / "a.py", ns=(1, 1))
@@ -285,6 +289,7 @@ def test_cached_index_answers_as_the_built_one(tmp_path):
     root = _project(tmp_path / "proj", INDEX_PROJECT)
     cache = tmp_path / "cache"
     built = Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)
+    Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)  # from the cached summaries: stored
     again = Project(cache_dir=str(cache))
     read = again.data_for_root(ClassIndexFacts(), root)
     assert again.stats["parsed"] == 0 and type(read.files) is not list and read.paths == built.paths
@@ -309,6 +314,7 @@ def test_a_malformed_part_of_the_cached_index_is_rebuilt_not_trusted(tmp_path):
     root = _project(tmp_path / "proj", INDEX_PROJECT)
     cache = tmp_path / "cache"
     built = Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)
+    Project(cache_dir=str(cache)).data_for_root(ClassIndexFacts(), root)  # from the cached summaries: stored
     from fixturelib import built_rows, set_built_head, set_built_rows
 
     set_built_rows(cache, "class-index", "files", {1: '["not", "a summary"]'})
