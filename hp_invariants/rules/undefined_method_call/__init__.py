@@ -139,8 +139,9 @@ No message when:
 * on every path through the method to it, something that always raises AttributeError runs
   first, so this line never runs: a use already reported (of any member, on any receiver), or a
   plain read of a member the instance lacks by the same evidence (`h = self.embed.word(x)` with
-  no `embed` anywhere: plain reads are not reported themselves, a read is outside this rule); the
-  same holds for calls on annotated parameters and on locals bound to a wrapper.
+  no `embed` anywhere: a read alone is outside this rule; but when the read is of the very member
+  the use calls, `if self.hook is not None: self.hook(x)`, the finding moves to that read, where
+  the code fails); the same holds for calls on annotated parameters and on locals bound to a wrapper.
   "Runs first": a statement before it in an enclosing block never falls through
   (it evaluates such a use unconditionally, or every branch of it does or ends in
   `return`/`raise`/`break`/`continue`: `if`/`else`, a `with` of a context manager known not to
@@ -921,6 +922,7 @@ class _State:
             constructor = _FailedBefore(self.ctx, method) if method.name == "__init__" and kind == "self" else None
             own_members: set[str] = set()  # the receiver's members reported in the constructor
             reads: list[ast.Attribute] | None = None  # reads of members the receiver lacks (computed once)
+            promoted_reads: set[int] = set()  # ids of the reads reported in place of a use (see below)
             for func, anchor in sorted(_uses(scan), key=lambda use: (use[0].lineno, use[0].col_offset)):
                 name = func.attr
                 value = func.value
@@ -930,8 +932,15 @@ class _State:
                     continue  # a reported use already raised on every path to it: this line never runs
                 if reads is None and kind == "self" and ok:
                     reads = self.missing_reads(method, receiver, key, hier, scan)
+                promoted = None
                 if reads and _read_fails_first(self.ctx, reads, func, method):
-                    continue  # a read of a member the instance lacks raised first: this line never runs
+                    # a read of a member the instance lacks raised first: this line never runs. When that
+                    # member is this very one (`if self.hook is not None: self.hook(x)`), the read is
+                    # where it fails: the finding goes there (one per path, and the bug still reported)
+                    promoted = _earlier_read_of(reads, name, func)
+                    if promoted is None or id(promoted) in promoted_reads or \
+                            not (isinstance(value, ast.Name) and value.id == receiver):
+                        continue
                 if isinstance(value, ast.Name) and value.id == receiver and ok:
                     if self.defined(key, hier, name) or self.guarded(anchor, method, receiver, name, scan.guards):
                         continue
@@ -941,15 +950,18 @@ class _State:
                         continue
                     if unconstructible and kind == "self" and self.never_constructed(key, hier, name, unconstructible):
                         continue  # no instance lacking it exists: its constructor always raises first
-                    fix = self.accessor_fix(key, hier, class_node, name) \
-                        if kind == "self" and anchor.__class__ is ast.Call and anchor.func is func else None
+                    fix = self.accessor_fix(key, hier, class_node, name) if promoted is None and kind == "self" \
+                        and anchor.__class__ is ast.Call and anchor.func is func else None
                     built = self.used(key, hier)
-                    yield self.report(func, simple, name, hier.members,
+                    where = func if promoted is None else promoted
+                    if promoted is not None:
+                        promoted_reads.add(id(promoted))
+                    yield self.report(where, simple, name, hier.members,
                                       Confidence.HIGH if built else Confidence.INFERENCE, fix, self.evidence(key, built),
                                       hier.catalog)
-                    failed.add(func)
+                    failed.add(where)
                     if constructor is not None:
-                        constructor.add(func)
+                        constructor.add(where)
                         own_members.add(name)
                 elif _is_super(value, class_node.name, receiver) and ok:
                     if name in hier.inherited or self.guarded(anchor, method, "super()", name, scan.guards):
@@ -1598,6 +1610,14 @@ def _read_fails_first(ctx, reads: list[ast.Attribute], use: ast.AST, method: ast
             continue
         failed.add(read)
     return failed.before(use)
+
+
+def _earlier_read_of(reads: list[ast.Attribute], name: str, use: ast.AST) -> ast.Attribute | None:
+    """The first of ``reads`` (reads of members the instance lacks) that reads ``name`` and starts
+    before ``use``, or None: where a use of ``name`` that never runs (the read raised first) fails."""
+    position = (use.lineno, use.col_offset)
+    return min((r for r in reads if r.attr == name and (r.lineno, r.col_offset) < position),
+               key=lambda r: (r.lineno, r.col_offset), default=None)
 
 
 def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None = None) -> bool:
