@@ -139,9 +139,14 @@ No message when:
 * on every path through the method to it, something that always raises AttributeError runs
   first, so this line never runs: a use already reported (of any member, on any receiver), or a
   plain read of a member the instance lacks by the same evidence (`h = self.embed.word(x)` with
-  no `embed` anywhere: a read alone is outside this rule; but when the read is of the very member
-  the use calls, `if self.hook is not None: self.hook(x)`, the finding moves to that read, where
-  the code fails); the same holds for calls on annotated parameters and on locals bound to a wrapper.
+  no `embed` anywhere: a read alone is outside this rule; but when reads of the very member the
+  use calls raise first on every path, `if self.hook is not None: self.hook(x)`, the finding moves
+  to each of them that runs first, where the code fails: not one after another failing read, not
+  one in a nested function, lambda or class, `read_first_failing`); for `self` only (calls on
+  annotated parameters and on locals bound to a wrapper are silenced the same way, not moved).
+  A read counts as running first only where its statement always evaluates it: not in an
+  `assert`'s message, a chained comparison's later operands, an `except` clause's type or a local
+  annotation.
   "Runs first": a statement before it in an enclosing block never falls through
   (it evaluates such a use unconditionally, or every branch of it does or ends in
   `return`/`raise`/`break`/`continue`: `if`/`else`, a `with` of a context manager known not to
@@ -932,14 +937,16 @@ class _State:
                     continue  # a reported use already raised on every path to it: this line never runs
                 if reads is None and kind == "self" and ok:
                     reads = self.missing_reads(method, receiver, key, hier, scan)
-                promoted = None
+                promoted: list[ast.Attribute] = []
                 if reads and _read_fails_first(self.ctx, reads, func, method):
-                    # a read of a member the instance lacks raised first: this line never runs. When that
-                    # member is this very one (`if self.hook is not None: self.hook(x)`), the read is
-                    # where it fails: the finding goes there (one per path, and the bug still reported)
-                    promoted = _earlier_read_of(reads, name, func)
-                    if promoted is None or id(promoted) in promoted_reads or \
-                            not (isinstance(value, ast.Name) and value.id == receiver):
+                    # a read of a member the instance lacks raised first: this line never runs. When reads
+                    # of this very member raise first on every path (`if self.hook is not None:
+                    # self.hook(x)`), each of them that nothing failing runs before is where the code
+                    # fails: the findings go there (one per path, and the bug still reported)
+                    if isinstance(value, ast.Name) and value.id == receiver:
+                        promoted = _first_failing_reads(self.ctx, reads, name, func, method, failed)
+                    promoted = [r for r in promoted if id(r) not in promoted_reads]
+                    if not promoted:
                         continue
                 if isinstance(value, ast.Name) and value.id == receiver and ok:
                     if self.defined(key, hier, name) or self.guarded(anchor, method, receiver, name, scan.guards):
@@ -950,19 +957,18 @@ class _State:
                         continue
                     if unconstructible and kind == "self" and self.never_constructed(key, hier, name, unconstructible):
                         continue  # no instance lacking it exists: its constructor always raises first
-                    fix = self.accessor_fix(key, hier, class_node, name) if promoted is None and kind == "self" \
+                    fix = self.accessor_fix(key, hier, class_node, name) if not promoted and kind == "self" \
                         and anchor.__class__ is ast.Call and anchor.func is func else None
                     built = self.used(key, hier)
-                    where = func if promoted is None else promoted
-                    if promoted is not None:
-                        promoted_reads.add(id(promoted))
-                    yield self.report(where, simple, name, hier.members,
-                                      Confidence.HIGH if built else Confidence.INFERENCE, fix, self.evidence(key, built),
-                                      hier.catalog)
-                    failed.add(where)
-                    if constructor is not None:
-                        constructor.add(where)
-                        own_members.add(name)
+                    promoted_reads.update(id(r) for r in promoted)
+                    for where in promoted or [func]:
+                        yield self.report(where, simple, name, hier.members,
+                                          Confidence.HIGH if built else Confidence.INFERENCE, fix,
+                                          self.evidence(key, built), hier.catalog)
+                        failed.add(where)
+                        if constructor is not None:
+                            constructor.add(where)
+                            own_members.add(name)
                 elif _is_super(value, class_node.name, receiver) and ok:
                     if name in hier.inherited or self.guarded(anchor, method, "super()", name, scan.guards):
                         continue
@@ -1450,12 +1456,18 @@ def _failing_statement(ctx, use: ast.AST, method: ast.AST) -> ast.stmt | None:
     """The innermost statement that evaluates ``use`` whenever it runs (as its expression, or as the
     header of a compound statement: an ``if``/``while`` test, a ``for`` iterable, a ``with`` item), or
     None when ``use`` sits in a branch of its own statement (a conditional expression's arms, a
-    short-circuit operand after the first, a comprehension, a lambda) or in the method's header."""
+    short-circuit operand after the first, a chained comparison's operands after the second, a
+    comprehension, a lambda, an ``except`` clause's type, an ``assert``'s message, a local
+    annotation) or in the method's header."""
     child = use
     for anc in ctx.ancestors(use):
         kind = anc.__class__
         if kind is ast.IfExp and child is not anc.test or kind is ast.BoolOp and child is not anc.values[0] \
-                or kind in _CONDITIONAL:
+                or kind in _CONDITIONAL or kind is ast.ExceptHandler \
+                or kind is ast.Compare and any(child is c for c in anc.comparators[1:]) \
+                or kind is ast.Assert and child is anc.msg or kind is ast.AnnAssign and child is anc.annotation:
+            # conditional: a handler's type (only when something raised), a chained comparison's later
+            # operands, an assert's message, a local variable's annotation (never evaluated)
             return None
         if isinstance(anc, ast.stmt):
             return None if anc is method else anc
@@ -1612,12 +1624,30 @@ def _read_fails_first(ctx, reads: list[ast.Attribute], use: ast.AST, method: ast
     return failed.before(use)
 
 
-def _earlier_read_of(reads: list[ast.Attribute], name: str, use: ast.AST) -> ast.Attribute | None:
-    """The first of ``reads`` (reads of members the instance lacks) that reads ``name`` and starts
-    before ``use``, or None: where a use of ``name`` that never runs (the read raised first) fails."""
-    position = (use.lineno, use.col_offset)
-    return min((r for r in reads if r.attr == name and (r.lineno, r.col_offset) < position),
-               key=lambda r: (r.lineno, r.col_offset), default=None)
+def _first_failing_reads(ctx, reads: list[ast.Attribute], name: str, use: ast.AST, method: ast.AST,
+                         failed: "_FailedBefore") -> list[ast.Attribute]:
+    """Where a use of ``name`` that never runs fails instead: the reads of ``name`` among ``reads``
+    (reads of members the instance lacks) when they alone raise before ``use`` on every path, each
+    of them that its statement evaluates whenever it runs, outside nested functions, lambdas and
+    classes, with no reported use (``failed``) nor other failing read running before it on every
+    path (that one fails first: ``w = self.a.weight; p = self.b.weight; self.b(...)`` fails at
+    ``self.a``). Empty when the use is unreached because of something else."""
+    same = [r for r in reads if r.attr == name and (r.lineno, r.col_offset) < (use.lineno, use.col_offset)
+            and _failing_statement(ctx, r, method) is not None and not _in_nested_scope(ctx, r, method)]
+    if not same or not _read_fails_first(ctx, same, use, method):
+        return []
+    return [r for r in same if not failed.before(r)
+            and not _read_fails_first(ctx, [o for o in reads if o is not r], r, method)]
+
+
+def _in_nested_scope(ctx, node: ast.AST, method: ast.AST) -> bool:
+    """True when ``node`` sits in a function, lambda or class nested in ``method``."""
+    for anc in ctx.ancestors(node):
+        if anc is method:
+            return False
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return True
+    return False
 
 
 def _is_super(node: ast.AST, class_name: str | None = None, receiver: str | None = None) -> bool:

@@ -1150,8 +1150,12 @@ def class_members(node: ast.ClassDef, chains: list | None = None, seen: "_Uses |
                         seen.supers.add(sub.args[1].value)
             elif kind is ast.Subscript:
                 if sub.ctx.__class__ is ast.Store and (
-                        sub.value.__class__ is Attribute and sub.value.attr == "__dict__"
-                        or _vars_of(sub.value, receivers)):  # self.__dict__["x"] = v, vars(self)["x"] = v
+                        sub.value.__class__ is Attribute and (
+                            sub.value.attr == "__dict__" or sub.value.attr in _MODULE_REGISTRIES
+                            and sub.value.value.__class__ is Name and sub.value.value.id in receivers)
+                        or _vars_of(sub.value, receivers)):
+                    # self.__dict__["x"] = v, vars(self)["x"] = v, and torch.nn.Module's registries
+                    # (self._modules["x"] = m: Module.__getattr__ answers self.x from them)
                     name = string_value(sub.slice)
                     if name is None:
                         dynamic = True
@@ -1185,6 +1189,9 @@ def _static(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any((dotted_name(d.func if d.__class__ is ast.Call else d) or "").rsplit(".", 1)[-1] == "staticmethod"
                for d in method.decorator_list)
 
+
+_MODULE_REGISTRIES = frozenset({"_modules", "_parameters", "_buffers"})
+"""torch.nn.Module's registries of submodules, parameters and buffers, which its ``__getattr__`` reads."""
 
 _MEMBER_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.Attribute, ast.Subscript, ast.Call})
 """The node kinds :func:`class_members` reads in a method (every other node is passed over)."""
