@@ -1060,8 +1060,9 @@ def class_members(node: ast.ClassDef, chains: list | None = None, seen: "_Uses |
                 for target in targets:
                     names = names_in_target(target)
                     members.update(names)
-                    if seen is not None:  # a plain class attribute set to a falsy constant: a flag
-                        plain = stmt.__class__ is ast.Assign and target.__class__ is ast.Name
+                    if seen is not None and stmt.value is not None:  # `x: int` alone assigns nothing
+                        # a plain class attribute (annotated or not) set to a falsy constant: a flag
+                        plain = stmt.__class__ is not ast.AugAssign and target.__class__ is ast.Name
                         (seen.falsy if plain and _falsy_constant(stmt.value) else seen.truthy).update(names)
                         for name in names:
                             seen.assigned(name, stmt.value if plain else None)
