@@ -322,6 +322,7 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
         raise ConfigError(f"{path}: 'tool' must be a table")
     table = tool.get("hp-invariants")
     if table is None:
+        _refuse_misspelled_table(tool, path)
         return config
     where = f"{path} [tool.hp-invariants]"
     if not isinstance(table, dict):
@@ -452,7 +453,21 @@ def has_table(pyproject: Path) -> bool:
     tool = data.get("tool")
     if tool is not None and not isinstance(tool, dict):
         raise ConfigError(f"{pyproject}: 'tool' must be a table")
+    if isinstance(tool, dict) and "hp-invariants" not in tool:
+        _refuse_misspelled_table(tool, pyproject)
     return isinstance(tool, dict) and "hp-invariants" in tool
+
+
+def _refuse_misspelled_table(tool: dict, pyproject: Path) -> None:
+    """Raise :class:`ConfigError` when ``tool`` (a pyproject's ``[tool]`` table, without
+    ``hp-invariants``) holds a table whose name differs from it only in case, ``_``/``-``/``.`` or a
+    letter or two (``[tool.hp_invariants]``): its settings would otherwise be silently ignored."""
+    import difflib  # noqa: PLC0415 - only for a project with other tool tables
+
+    for name in tool:
+        folded = re.sub(r"[-_.]+", "-", str(name).lower())
+        if folded == "hp-invariants" or difflib.SequenceMatcher(None, folded, "hp-invariants").ratio() >= 0.9:
+            raise ConfigError(f"{pyproject}: [tool.{name}] is not read (did you mean [tool.hp-invariants]?)")
 
 
 class Resolver:

@@ -819,6 +819,9 @@ def test_sigkill_mid_fix_leaves_every_file_old_or_new(tmp_path: Path):
     ("[tool.hp-invariants]\ntimeout-per-file = true\n", "'timeout-per-file' must be a number >= 0"),
     ("[tool.hp-invariants]\nselect = ['E9502', 'shard-gated-rest']\n", "unknown rule 'shard-gated-rest'"),
     ("[tool.hp-invariants]\nExclude = []\n", "unknown key 'Exclude'"),
+    # a new user's find: a misspelled table name was silently ignored (all rules ran)
+    ("[tool.hp_invariants]\nselect = ['E9501']\n", "[tool.hp_invariants] is not read (did you mean [tool.hp-invariants]?)"),
+    ("[tool.hpinvariant]\nselect = ['E9501']\n", "[tool.hpinvariant] is not read"),
 ])
 def test_config_error_is_one_clear_message(tree: Path, body: str, needle: str):
     (tree / "pyproject.toml").write_text(body)
