@@ -1558,7 +1558,8 @@ class ShardGatedReset(ShardGatedResetDeclaration):
             return True
         if not _BUILT:
             return True
-        return any(name in text for name in _closure_names(frozenset(calls)))
+        calls = frozenset(calls)  # the closure maps each of them to itself: searched for already
+        return any(name in text for name in _closure_names(calls) if name not in calls)
 
     # ------------------------------------------------------------------ entry point
     def check(self, ctx):

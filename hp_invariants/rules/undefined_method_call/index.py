@@ -433,7 +433,7 @@ class _Summarizer:
         inert: set[int] = set()  # store targets of a value that is not callable (not a method definition)
         falsy: set[int] = set()  # store targets of a falsy constant (switch no flag on)
 
-        Name, Attribute, Call, Load, Store = ast.Name, ast.Attribute, ast.Call, ast.Load, ast.Store
+        Name, Attribute, Call, Load, Store, Constant = ast.Name, ast.Attribute, ast.Call, ast.Load, ast.Store, ast.Constant
         Assign, Arg, Return, IfExp, Dict = ast.Assign, ast.arg, ast.Return, ast.IfExp, ast.Dict
         sequences = (ast.Tuple, ast.List, ast.Set)
         Arguments = ast.arguments
@@ -471,13 +471,17 @@ class _Summarizer:
                         untyped.add(node.id)
                 elif node.id[:1] == "_":
                     refs.append((node.id, node.lineno))
+            elif kind is Constant:  # the second most frequent kind
+                text = node.value
+                if text.__class__ is str and text[:1] == "_" and len(text) < 80:
+                    refs.append((text, node.lineno))
             elif kind is Call:
                 func = node.func
                 name = func.id if func.__class__ is Name else func.attr if func.__class__ is Attribute else None
                 if name in _DYNAMIC_GLOBALS and func.__class__ is Name:
                     dynamic_globals = True
-                if simple_class_name(func) is not None:  # test first: use() is rarely needed
-                    use(func, False)
+                if name is not None and (name.lstrip("_")[:1].isupper() or name in local_classes):
+                    use(func, False)  # simple_class_name(func), inline: use() is rarely needed
                 called.add(name)
                 if func.__class__ is Attribute and func.value.__class__ is Name:
                     name_calls.add((func.value.id, name))
@@ -488,13 +492,13 @@ class _Summarizer:
                 if name in _NOT_USES:
                     skip.update(id(a) for a in node.args)
                 else:
-                    for arg in node.args:
-                        if simple_class_name(arg) is not None:
+                    for arg in chain(node.args, [kw.value for kw in node.keywords]) if node.keywords else node.args:
+                        arg_kind = arg.__class__  # simple_class_name(arg), inline (most arguments are not)
+                        simple = arg.id if arg_kind is Name else arg.attr if arg_kind is Attribute else None
+                        if simple is not None and (simple.lstrip("_")[:1].isupper() or simple in local_classes):
                             use(arg)
-                    for kw in node.keywords:
-                        if simple_class_name(kw.value) is not None:
-                            use(kw.value)
-                if is_setattr(func) and len(node.args) >= 2:
+                if name == "setattr" and (func.__class__ is Name or func.value.__class__ is Name
+                                          and func.value.id == "builtins") and len(node.args) >= 2:  # is_setattr
                     attr_name = string_value(node.args[1])
                     if attr_name and not (node.args[0].__class__ is Name and node.args[0].id in ("self", "cls")) \
                             and not (len(node.args) >= 3 and _falsy_constant(node.args[2])):
@@ -546,12 +550,8 @@ class _Summarizer:
                     receivers.append((value.id, node.attr))
                 else:  # x.y.attr = ..., xs[0].attr = ..., f().attr = ...: an instance of unknown class
                     stores.add(("", _intern(node.attr)))
-            elif kind not in handled:  # Constant, keyword, Expr, BinOp ...: little to record
-                if kind is ast.Constant:
-                    text = node.value
-                    if text.__class__ is str and text[:1] == "_" and len(text) < 80:
-                        refs.append((text, node.lineno))
-                elif kind in _LATE_BINDINGS:  # names a module may bind outside its plain statements
+            elif kind not in handled:  # keyword, Expr, BinOp ...: little to record
+                if kind in _LATE_BINDINGS:  # names a module may bind outside its plain statements
                     if kind is ast.Global:
                         late.update(node.names)
                     elif kind is ast.NamedExpr:
