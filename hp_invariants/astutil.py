@@ -6,7 +6,9 @@ import ast
 from typing import Sequence
 
 FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
-_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+"""The nodes that open a new scope (a walk of one scope includes them but does not enter them)."""
+_SCOPES = frozenset(SCOPES)
 
 
 def dotted_name(node: ast.AST) -> str | None:
@@ -280,7 +282,7 @@ def scope_nodes(scope: ast.AST) -> list[ast.AST]:
     while stack:
         node = stack.pop()
         out.append(node)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if not isinstance(node, SCOPES):
             stack.extend(ast.iter_child_nodes(node))
     return out
 

@@ -223,7 +223,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from hp_invariants.astutil import (always_exits, dotted_name, last_name, names_in_target, parent_map, qualified_scopes,
+from hp_invariants.astutil import (SCOPES, always_exits, dotted_name, last_name, names_in_target, parent_map, qualified_scopes,
                                    scope_nodes, statement_of)
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
 from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Repair, RepairState
@@ -584,7 +584,7 @@ def _may_enable_grad(stmts: Iterable[ast.stmt], names: frozenset) -> bool:
     stack = list(stmts)
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if isinstance(node, SCOPES):
             continue
         if isinstance(node, (ast.With, ast.AsyncWith)) and all(
                 _is_nograd_ctx(item.context_expr, names) is not None for item in node.items):
@@ -1149,7 +1149,7 @@ class _Walker:
             stack = list(getattr(scope, "body", []) if not isinstance(scope, ast.Lambda) else [])
             while stack:
                 node = stack.pop()
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                if isinstance(node, SCOPES):
                     if not isinstance(node, ast.Lambda):
                         table.setdefault(node.name, []).append(None)
                     continue
@@ -1406,7 +1406,7 @@ def _local_names(func: ast.AST) -> frozenset:
             names.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if not isinstance(node, SCOPES):
             stack.extend(ast.iter_child_nodes(node))
     return frozenset(names)
 

@@ -402,7 +402,7 @@ from typing import Iterable, Sequence
 
 import dataclasses
 
-from hp_invariants.astutil import (EXITS, FunctionNode, always_exits, dotted_name, last_name, nodes_at_line, parent_map,
+from hp_invariants.astutil import (SCOPES, EXITS, FunctionNode, always_exits, dotted_name, last_name, nodes_at_line, parent_map,
                                    qualified_scopes, scope_nodes, statement_of, walk_function_body, walk_nodes)
 from hp_invariants.model import Applicability, Confidence, Edit
 from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Repair, RepairState
@@ -413,7 +413,6 @@ from hp_invariants.rules.shard_gate_facts import ShardGateIndex, mesh_receiver
 from hp_invariants.declarations import (DEFAULT_CALLS, ShardGatedResetDeclaration, DEFAULT_DEGREES, DEFAULT_GATES, DEFAULT_QUANTITIES,  # noqa: F401
                                        DEFAULT_WRAPPED_CLASSES, DEFAULT_WRAPS)
 
-_SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _EXITS = EXITS
 _MAX_DEPTH = 6
 
@@ -1308,7 +1307,7 @@ def _calls_named(nodes: Sequence[ast.AST], name) -> bool:
         node = stack.pop()
         if isinstance(node, ast.Call) and test(last_name(node.func)):
             return True
-        if not isinstance(node, _SCOPE_NODES):
+        if not isinstance(node, SCOPES):
             stack.extend(ast.iter_child_nodes(node))
     return False
 
@@ -1619,7 +1618,7 @@ class ShardGatedReset(ShardGatedResetDeclaration):
         chain: list[ast.AST] = [call]
         scope: ast.AST = ctx.tree
         for anc in ctx.ancestors(call):
-            if isinstance(anc, _SCOPE_NODES):
+            if isinstance(anc, SCOPES):
                 scope = anc
                 break
             chain.append(anc)
@@ -1629,7 +1628,7 @@ class ShardGatedReset(ShardGatedResetDeclaration):
             context = self._context(analyzer, child, anc, scope, name)
             if context is not None:
                 return context, scope
-        if chain[-1] is not ctx.tree and isinstance(scope, _SCOPE_NODES):
+        if chain[-1] is not ctx.tree and isinstance(scope, SCOPES):
             return self._siblings_in(analyzer, chain[-1], scope, scope, name)
         return None
 

@@ -214,7 +214,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from hp_invariants.astutil import (dotted_name, last_name, nodes_at_line, parent_map, qualified_scopes, scope_nodes,
+from hp_invariants.astutil import (SCOPES, dotted_name, last_name, nodes_at_line, parent_map, qualified_scopes, scope_nodes,
                                    string_value)
 from hp_invariants.model import Applicability, Confidence, Edit, Finding
 from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Repair, RepairState
@@ -236,7 +236,6 @@ WALK_METHODS = {
 ROOT_YIELDING = {"modules", "named_modules", "cells_and_names"}
 TRANSPARENT_CALLS = {"list", "tuple", "reversed", "sorted"}
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 CATCH_ALL = {"Exception", "BaseException"}
 # Context managers that only set and restore the grad mode (or do nothing): they never see or
 # swallow an exception, so a `with` of them around a raise does not make its fix unsafe.

@@ -277,7 +277,7 @@ import builtins
 import re
 from typing import Iterable, Iterator
 
-from hp_invariants.astutil import (_CHILD_FIELDS, _HOLEY, EXITS, child_bodies, child_nodes, dotted_name,
+from hp_invariants.astutil import (SCOPES, _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, child_nodes, dotted_name,
                                    qualified_scopes, walk_function_body, walk_nodes)
 from hp_invariants.rules.undefined_method_call.index import (
     CatalogEntry,
@@ -1217,7 +1217,7 @@ class _State:
         """True when an ``AttributeError`` raised at ``node`` may be seen before leaving its function."""
         child = node
         for anc in self.ctx.ancestors(node):
-            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            if isinstance(anc, SCOPES):
                 return False
             if isinstance(anc, ast.Try) and any(child is stmt for stmt in anc.body):
                 for handler in anc.handlers:
@@ -1490,17 +1490,6 @@ def _keeps_exceptions(context: ast.AST) -> bool:
     return name.rsplit(".", 1)[-1] in _KEEPS_EXCEPTIONS
 
 
-def _walk_no_functions(block: list) -> Iterator[ast.AST]:
-    """The nodes of ``block``, not entering nested functions, lambdas or classes."""
-    stack = list(block)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                stack.append(child)
-
-
 def _may_catch_attribute_error(handler: ast.ExceptHandler) -> bool:
     """True unless the handler names only built-in exceptions that are not AttributeError's bases
     (``except ValueError``, ``except (KeyError, TypeError)``); a bare ``except`` or any other name may."""
@@ -1572,7 +1561,8 @@ class _FailedBefore:
         """True when running ``block`` (a method's body) always raises: it never falls through, it
         holds no ``return`` at all (an early ``return``, or one in a ``finally``, completes the call)
         and ``raise`` is its only exit."""
-        if any(node.__class__ is ast.Return for node in _walk_no_functions(block)):
+        # each statement's own nodes (a `def` at the top of the block is entered: as before)
+        if any(node.__class__ is ast.Return for stmt in block for node in (stmt, *walk_function_body(stmt))):
             return False
         return self.never_falls_through_block(block, (ast.Raise,))
 
@@ -1645,7 +1635,7 @@ def _in_nested_scope(ctx, node: ast.AST, method: ast.AST) -> bool:
     for anc in ctx.ancestors(node):
         if anc is method:
             return False
-        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if isinstance(anc, SCOPES):
             return True
     return False
 
