@@ -114,6 +114,8 @@ def _resolver(args: argparse.Namespace) -> Resolver:
     """The per-file configuration of this run: each file's nearest ``[tool.hp-invariants]`` table (or
     ``--config`` for all), with the command-line flags on top. Raises :class:`ConfigError`."""
     select, ignore = _codes(args.select), _codes(args.ignore)
+    if args.select is not None and not select:  # `--select ''` (an empty variable): not "every rule"
+        raise ConfigError("--select: no rule codes given (omit --select to run every rule)")
     overrides = Overrides(
         select=tuple(validate_codes(select, RULES, "--select")) if select else None,
         ignore=tuple(validate_codes(ignore, RULES, "--ignore")),
@@ -187,7 +189,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.format == "text":
         fixable = sum(1 for f in findings if f.fix and f.fix.applicability.value == "safe")
         files = len({f.path for f in findings})
-        summary = f"Found {len(findings)} finding(s) in {files} file(s), {len(result.files)} checked"
+        checked = sum(1 for r in result.files if not r.problems)  # one that could not be is counted below
+        summary = f"Found {len(findings)} finding(s) in {files} file(s), {checked} checked"
         unsafe = sum(1 for f in findings if f.fix and f.fix.applicability.value == "unsafe")
         if fixable:
             summary += f"; {fixable} fixable with `hp-invariants fix`"

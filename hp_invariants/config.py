@@ -343,8 +343,8 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
                 raise ConfigError(f"{where}: 'per-file-ignores' must be a table of glob = [codes]")
             for pattern, codes in value.items():
                 config.per_file_ignores[pattern] = validate_codes(
-                    _check_list(codes, f"per-file-ignores.{pattern}", where), rules, where
-                )
+                    _check_list(codes, f"per-file-ignores.{pattern}", where), rules,
+                    f"{where} per-file-ignores.{pattern!r}")
         elif key == "report-unused-suppressions":
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: '{key}' must be a boolean, got {value!r}")

@@ -98,6 +98,14 @@ def test_text_problem_line_names_path_id_and_hint(tree: Path):
     assert code == 2
     assert out.startswith(f"{tree / 'nul.py'}:1:1: E0001 syntax-error: cannot decode: ")
     assert "(hint: " in out and "1 could not be checked" in err
+    assert ", 0 checked;" in err  # the file that could not be checked is not also counted as checked
+
+
+def test_summary_counts_checked_files_apart_from_those_that_could_not_be(tree: Path):
+    (tree / "broken.py").write_text("def f(:\n")
+    code, _, err = run_cli("check", "--no-cache", str(tree))
+    assert code == 2
+    assert err == "Found 1 finding(s) in 1 file(s), 2 checked; 1 fixable with `hp-invariants fix`; 1 could not be checked.\n", err
 
 
 def test_bom_file_is_checked_normally(tree: Path):
@@ -822,6 +830,9 @@ def test_sigkill_mid_fix_leaves_every_file_old_or_new(tmp_path: Path):
     # a new user's find: a misspelled table name was silently ignored (all rules ran)
     ("[tool.hp_invariants]\nselect = ['E9501']\n", "[tool.hp_invariants] is not read (did you mean [tool.hp-invariants]?)"),
     ("[tool.hpinvariant]\nselect = ['E9501']\n", "[tool.hpinvariant] is not read"),
+    # a new user's find: the error did not say which per-file-ignores entry named the unknown rule
+    ("[tool.hp-invariants.per-file-ignores]\n'tests/*' = ['E9503']\n'a/*' = ['E95O2']\n",
+     "per-file-ignores.'a/*': unknown rule 'E95O2'"),
 ])
 def test_config_error_is_one_clear_message(tree: Path, body: str, needle: str):
     (tree / "pyproject.toml").write_text(body)
@@ -850,6 +861,9 @@ def test_explicit_config_that_does_not_exist(tree: Path):
     (["--ignore", "E77"], "--ignore: unknown rule 'E77'"),
     (["--timeout-per-file", "-1"], "must be a finite number >= 0"),
     (["--max-file-size", "lots"], "not a number"),
+    # an empty list (`--select "$RULES"` with RULES unset) ran every rule: now an error
+    (["--select", ""], "--select: no rule codes given"),
+    (["--select", " , "], "--select: no rule codes given"),
 ])
 def test_bad_command_line_values(tree: Path, args: list[str], needle: str):
     code, out, err = run_cli("check", *args, str(tree))
