@@ -172,7 +172,11 @@ class HpInvariantsChecker(BaseRawFileChecker):
                 raw = stream.read()
         except OSError:
             return  # pylint reports unreadable files itself
-        result = self._session.check_bytes(node.file, raw, settings)
+        try:
+            result = self._session.check_bytes(node.file, raw, settings)
+        except ConfigError as exc:  # a nested pyproject.toml read for the project's facts
+            self._config_error(node, f"configuration error: {exc}")
+            return
         for prob in result.problems:
             if prob.problem_id == "F0003":
                 self.add_message("F9501", line=1, node=node, args=(f"{settings.timeout_per_file:g}",))

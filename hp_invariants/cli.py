@@ -198,7 +198,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             summary += f"; {unsafe} {'more ' if fixable else ''}fixable only with `hp-invariants fix --unsafe-fixes`" \
                        " (review them)"
         if problems:
-            summary += f"; {len(problems)} could not be checked"
+            summary += f"; {len({p.path for p in problems})} could not be checked"  # files, not problems
         print(summary + ".", file=sys.stderr)
         if not result.files and not problems:
             print("hp-invariants: warning: no Python files to check under the given paths "

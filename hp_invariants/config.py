@@ -294,6 +294,8 @@ def _glob_match(rel: str, pattern: str, skip: int = 0) -> bool:
 def validate_codes(codes: Sequence[str], rules: Sequence[Rule], where: str) -> list[str]:
     """Check that every code names a rule (id, id prefix or symbol); raise :class:`ConfigError`."""
     for code in codes:
+        if not code.strip():  # "" is a prefix of every id: it would select (or ignore) every rule
+            raise ConfigError(f"{where}: an empty rule code")
         if not any(_matches_any(r, [code]) for r in rules):
             known = ", ".join(f"{r.rule_id} ({r.symbol})" for r in rules)
             raise ConfigError(f"{where}: unknown rule {code!r}; known rules: {known}")
@@ -332,6 +334,8 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
     for key, value in table.items():
         if key == "select":
             config.select = validate_codes(_check_list(value, key, where), rules, f"{where} select")
+            if not config.select:  # as `--select ''`: an empty list is not "every rule"
+                raise ConfigError(f"{where}: 'select' names no rule (leave it out to run every rule)")
         elif key == "ignore":
             config.ignore = validate_codes(_check_list(value, key, where), rules, f"{where} ignore")
         elif key == "exclude":

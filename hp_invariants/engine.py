@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from hp_invariants import newsyntax, suppressions
 from hp_invariants.api import FileContext, ProjectFactsDeferred, Rule
-from hp_invariants.config import DEFAULT_EXCLUDES, Resolver, Settings
+from hp_invariants.config import DEFAULT_EXCLUDES, ConfigError, Resolver, Settings
 from hp_invariants.discovery import iter_python_files
 from hp_invariants.limits import AnalysisTimeout, guarded, problem
 from hp_invariants.model import Confidence, FileProblem, FileResult, Finding, RunResult
@@ -260,6 +260,8 @@ class Session:
         except AnalysisTimeout as exc:
             result.problems.append(problem(path, exc, timeout))
             return result
+        except ConfigError:  # read while the rules asked for the project (a nested pyproject.toml): as above
+            raise
         except Exception as exc:  # noqa: BLE001 - syntax errors, deep nesting, a rule bug: never stop the run
             result.problems.append(problem(path, exc))
             return result
@@ -334,6 +336,8 @@ class Session:
                 if lazy_if_cached and self.results is not None and self._all_current(root, facts, paths):
                     continue  # every file's results are cached against this very project: build lazily
                 self.project.prepare(path, facts, keep=paths if early else (), early=self.early_analysis if early else None)
+            except ConfigError:  # a nested pyproject.toml the project walk read: the run's error, not a file's
+                raise
             except Exception as exc:  # noqa: BLE001 - reported; the files are still checked
                 problems.append(problem(path, exc))
         return problems

@@ -833,6 +833,12 @@ def test_sigkill_mid_fix_leaves_every_file_old_or_new(tmp_path: Path):
     # a new user's find: the error did not say which per-file-ignores entry named the unknown rule
     ("[tool.hp-invariants.per-file-ignores]\n'tests/*' = ['E9503']\n'a/*' = ['E95O2']\n",
      "per-file-ignores.'a/*': unknown rule 'E95O2'"),
+    # empty codes: "" is a prefix of every id, so `ignore = [""]` turned every rule off, silently
+    ("[tool.hp-invariants]\nignore = ['']\n", "ignore: an empty rule code"),
+    ("[tool.hp-invariants]\nselect = ['E9501', '']\n", "select: an empty rule code"),
+    ("[tool.hp-invariants.per-file-ignores]\n'tests/*' = ['']\n", "per-file-ignores.'tests/*': an empty rule code"),
+    ("[tool.hp-invariants]\nselect = []\n", "'select' names no rule"),
+    ("[tool.hp-invariants]\nselect = ''\n", "'select' names no rule"),
 ])
 def test_config_error_is_one_clear_message(tree: Path, body: str, needle: str):
     (tree / "pyproject.toml").write_text(body)
@@ -843,6 +849,20 @@ def test_config_error_is_one_clear_message(tree: Path, body: str, needle: str):
         assert err.startswith("hp-invariants: configuration error: ") and err.count("\n") == 1, err
         assert needle in err and str(tree / "pyproject.toml") in err
     assert (tree / "gated.py").read_text() == GATED
+
+
+def test_error_in_a_nested_config_read_for_the_project_is_one_configuration_error(tree: Path):
+    # a new user's find: checking one root file, the project walk read pkg/pyproject.toml; its error was
+    # reported as two F0002 "internal error" problems of that file (one per rule reading the project)
+    (tree / "pyproject.toml").write_text("[tool.hp-invariants]\n")
+    (tree / "pkg" / "sub").mkdir(parents=True)
+    (tree / "pkg" / "pyproject.toml").write_text("[tool.hp-invariants.per-file-ignores]\n'sub/*' = ['E9599']\n")
+    (tree / "pkg" / "sub" / "b.py").write_text("y = 2\n")
+    for jobs in ("1", "2"):
+        code, out, err = run_cli("check", "--no-cache", "-j", jobs, str(tree / "clean.py"))
+        assert (code, out) == (2, ""), (out, err)
+        assert err.startswith("hp-invariants: configuration error: ") and err.count("\n") == 1, err
+        assert "pkg/pyproject.toml" in err and "unknown rule 'E9599'" in err
 
 
 def test_config_file_that_is_not_utf8(tree: Path):
