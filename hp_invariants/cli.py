@@ -323,8 +323,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except KeyError:
         if history_cli.explain(args.rule):
             return 0
+        from hp_invariants.limits import PROBLEM_CODES  # noqa: PLC0415
+
+        wanted = args.rule.strip()
+        for code, (symbol, text) in PROBLEM_CODES.items():  # the codes a report prints for files not checked
+            if wanted.upper() == code or wanted.lower() == symbol:
+                print(f"{code} {symbol}: {text}")
+                return 0
         known = ", ".join(f"{r.rule_id} ({r.symbol})" for r in RULES)
-        print(f"hp-invariants: unknown rule {args.rule!r}; known rules: {known}", file=sys.stderr)
+        print(f"hp-invariants: unknown rule {args.rule!r}; known rules: {known}; codes of files not checked: "
+              f"{', '.join(PROBLEM_CODES)}", file=sys.stderr)
         return 2
     from hp_invariants.docs import rule_doc  # noqa: PLC0415 - not on the check path (imports inspect)
 

@@ -12,6 +12,8 @@ parsing and analysis errors become one :class:`~hp_invariants.model.FileProblem`
 * ``F0005 needs-newer-python``: the file's syntax is valid only in a later Python than the running
   one (``type X = int`` under 3.11; see :mod:`hp_invariants.newsyntax`), so it was not checked.
 
+:data:`PROBLEM_CODES` explains each code (``hp-invariants explain F0005``).
+
 :func:`guarded` runs the per-file work: under a budget of CPU time (:func:`time_budget`: a
 watchdog reads the main thread's CPU clock and signals it with ``SIGPROF``; main thread only;
 waiting for a core or blocking never counts), and,
@@ -365,6 +367,28 @@ def guarded(fn: Callable[[], T], timeout: float | None = DEFAULT_TIMEOUT) -> T:
     return _run_deep(fn, remaining)
 
 
+
+PROBLEM_CODES: dict[str, tuple[str, str]] = {
+    "E0001": ("syntax-error", "The file does not parse with the running Python, or its bytes do not decode (invalid "
+              "UTF-8, a wrong or unknown coding cookie, NUL bytes). The file was not checked; the run goes on and "
+              "exits 2. Fix the syntax error, or save the file as UTF-8 / fix its coding cookie."),
+    "F0001": ("fatal", "The path cannot be read: missing, unreadable, a folder named like a module, a FIFO or a "
+              "symlink loop. Nothing of it was checked; the run exits 2."),
+    "F0002": ("analysis-error", "A rule raised while analysing the file, or the file is too deeply nested even "
+              "for the deep-stack retry. The file was not checked; the run exits 2. \"internal error\" messages "
+              "are bugs of hp-invariants: please report them with the file."),
+    "F0003": ("analysis-timeout", "The analysis of the file used up its per-file CPU-time budget "
+              "(`timeout-per-file`, `--timeout-per-file`). The file was skipped; raise the budget or exclude it."),
+    "F0004": ("file-too-large", "The file is over `max-file-size` (`--max-file-size`, in MiB) and was not read "
+              "(generated code?). Exclude it or raise the limit."),
+    "F0005": ("needs-newer-python", "The file's syntax is valid only in a later Python than the one running "
+              "hp-invariants (`type X = int` under 3.11): not a syntax error, but the file was not checked. Run "
+              "hp-invariants with that Python, or exclude the file if this Python must stay."),
+    "I9500": ("useless-suppression", "A `# noqa:`/`# pylint: disable=` comment naming an hp-invariants rule "
+              "suppresses nothing on its line (reported only with `report-unused-suppressions`). Remove it."),
+}
+"""The codes of the problems :func:`problem` makes (and of I9500): ``code -> (symbol, what it means and what
+to do)``, for ``hp-invariants explain``."""
 
 def problem(path: str, exc: BaseException, timeout: float | None = None) -> FileProblem:
     """Turn an exception met while reading, parsing or analysing ``path`` into a :class:`FileProblem`.

@@ -327,7 +327,23 @@ def test_explain_prints_the_doc_page(rule):
 
 def test_explain_unknown_rule():
     code, _, err = run_cli("explain", "E0000")
-    assert code == 2 and "unknown rule" in err
+    assert code == 2 and "unknown rule" in err and "codes of files not checked: E0001, F0001" in err
+
+
+@pytest.mark.parametrize("code, symbol", [("E0001", "syntax-error"), ("F0002", "analysis-error"),
+                                          ("F0005", "needs-newer-python"), ("I9500", "useless-suppression")])
+def test_explain_a_code_the_report_prints_for_a_file_not_checked(code, symbol):
+    # a new user's find: `explain F0005` (a code printed in the report) said "unknown rule"
+    for name in (code, code.lower(), symbol):
+        status, out, _ = run_cli("explain", name)
+        assert status == 0 and out.startswith(f"{code} {symbol}: ") and out.count("\n") == 1, out
+
+
+def test_every_problem_code_made_is_explained(tmp_path: Path):
+    import re
+    made = set(re.findall(r'FileProblem\("([EFI]\d{4})", "([a-z-]+)"', (REPO / "hp_invariants" / "limits.py").read_text()))
+    from hp_invariants.limits import PROBLEM_CODES
+    assert made and made <= {(code, symbol) for code, (symbol, _) in PROBLEM_CODES.items()}
 
 
 def test_prefilter_follows_configured_names(tmp_path: Path):
