@@ -316,6 +316,15 @@ def cmd_rules() -> int:
     return 0
 
 
+def _report_codes() -> dict[str, tuple[str, str]]:
+    """The codes a report prints that are not rules: the problems of files not checked
+    (:data:`hp_invariants.limits.PROBLEM_CODES`) and ``I9500`` (:mod:`hp_invariants.suppressions`)."""
+    from hp_invariants import suppressions  # noqa: PLC0415
+    from hp_invariants.limits import PROBLEM_CODES  # noqa: PLC0415
+
+    return {**PROBLEM_CODES, suppressions.USELESS_ID: (suppressions.USELESS_SYMBOL, suppressions.USELESS_EXPLAINED)}
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     """Print one rule's documentation; return 0, or 2 for an unknown rule."""
     try:
@@ -323,16 +332,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except KeyError:
         if history_cli.explain(args.rule):
             return 0
-        from hp_invariants.limits import PROBLEM_CODES  # noqa: PLC0415
-
         wanted = args.rule.strip()
-        for code, (symbol, text) in PROBLEM_CODES.items():  # the codes a report prints for files not checked
+        for code, (symbol, text) in _report_codes().items():  # the codes a report prints besides the rules'
             if wanted.upper() == code or wanted.lower() == symbol:
                 print(f"{code} {symbol}: {text}")
                 return 0
         known = ", ".join(f"{r.rule_id} ({r.symbol})" for r in RULES)
-        print(f"hp-invariants: unknown rule {args.rule!r}; known rules: {known}; codes of files not checked: "
-              f"{', '.join(PROBLEM_CODES)}", file=sys.stderr)
+        print(f"hp-invariants: unknown rule {args.rule!r}; known rules: {known}; other codes it prints: "
+              f"{', '.join(_report_codes())}", file=sys.stderr)
         return 2
     from hp_invariants.docs import rule_doc  # noqa: PLC0415 - not on the check path (imports inspect)
 

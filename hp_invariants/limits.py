@@ -384,11 +384,9 @@ PROBLEM_CODES: dict[str, tuple[str, str]] = {
     "F0005": ("needs-newer-python", "The file's syntax is valid only in a later Python than the one running "
               "hp-invariants (`type X = int` under 3.11): not a syntax error, but the file was not checked. Run "
               "hp-invariants with that Python, or exclude the file if this Python must stay."),
-    "I9500": ("useless-suppression", "A `# noqa:`/`# pylint: disable=` comment naming an hp-invariants rule "
-              "suppresses nothing on its line (reported only with `report-unused-suppressions`). Remove it."),
 }
-"""The codes of the problems :func:`problem` makes (and of I9500): ``code -> (symbol, what it means and what
-to do)``, for ``hp-invariants explain``."""
+"""The codes of the problems :func:`problem` makes: ``code -> (symbol, what it means and what to do)``, for
+``hp-invariants explain`` (with :data:`hp_invariants.suppressions.USELESS_EXPLAINED`)."""
 
 def problem(path: str, exc: BaseException, timeout: float | None = None) -> FileProblem:
     """Turn an exception met while reading, parsing or analysing ``path`` into a :class:`FileProblem`.

@@ -29,6 +29,9 @@ _NOQA = re.compile(r"#\s*noqa\b(?::\s*(?P<codes>[\w\-]+(?:\s*,\s*[\w\-]+)*))?", 
 
 USELESS_ID = "I9500"
 USELESS_SYMBOL = "useless-suppression"
+USELESS_EXPLAINED = ("A `# noqa:`/`# pylint: disable=` comment naming an hp-invariants rule suppresses nothing "
+                     "on its line (reported only with `report-unused-suppressions`). Remove it.")
+"""What ``hp-invariants explain I9500`` prints after the code and symbol."""
 
 
 @dataclass
