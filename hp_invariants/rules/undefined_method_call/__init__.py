@@ -117,8 +117,8 @@ No message when:
   provided dynamically, e.g. a base calling a method only its GPU subclass has), or the method is
   a dunder (`self.__getattr__("x")` raising on purpose inside a descriptor);
 * the call is guarded: `hasattr(self, "m")` or `getattr(self, "m", ...)` in the same function,
-  inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare),
-  or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
+  inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare)
+  or inside `with contextlib.suppress(AttributeError):` (or a base of it), or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
 * the call runs only under a state of the receiver that no instance lacking the method can be in:
   a flag that must be truthy (`if self.flag:`, `self.flag and self.m()`, an early
   `if not self.flag: return`) while every assignment of it in the class and its ancestors is a falsy
@@ -827,7 +827,8 @@ class _State:
 
     # ------------------------------------------------------------------ guards
     def guarded(self, call: ast.Call, func: ast.AST, receiver: str, name: str, guards: set) -> bool:
-        """hasattr/getattr on (receiver, name) in ``func``; try/except AttributeError; isinstance if."""
+        """hasattr/getattr on (receiver, name) in ``func``; try/except AttributeError; ``with
+        suppress(AttributeError)``; isinstance if."""
         if (receiver, name) in guards or ("self", name) in guards and receiver == "super()":
             return True
         root = receiver.replace("super()", "self")
@@ -837,6 +838,9 @@ class _State:
                 for handler in anc.handlers:
                     if handler.type is None or CATCHING & _handler_names(handler.type):
                         return True
+            if isinstance(anc, (ast.With, ast.AsyncWith)) and any(child is stmt for stmt in anc.body) \
+                    and any(_suppresses_attribute_error(item.context_expr) for item in anc.items):
+                return True
             if isinstance(anc, (ast.If, ast.IfExp, ast.While)) and child is not anc.test and \
                     _test_inspects(anc.test, root, name):
                 return True
@@ -1815,6 +1819,15 @@ def _passes_arguments(decorator: ast.AST) -> bool:
     name = dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
     last = name.rsplit(".", 1)[-1]
     return last in ARGUMENT_PRESERVING or last.startswith("register")
+
+
+def _suppresses_attribute_error(context: ast.AST) -> bool:
+    """True for a ``with`` item ``contextlib.suppress(...)`` (any callee named ``suppress``) whose
+    arguments name ``AttributeError`` or a base of it: an AttributeError raised in the block is
+    swallowed there, as an ``except AttributeError`` handler would catch it."""
+    if not isinstance(context, ast.Call) or (dotted_name(context.func) or "").rsplit(".", 1)[-1] != "suppress":
+        return False
+    return any(CATCHING & _handler_names(arg) for arg in context.args)
 
 
 def _handler_names(node: ast.AST) -> set[str]:
