@@ -92,7 +92,12 @@ class ConfigError(Exception):
 def is_project_root(folder: str | os.PathLike[str]) -> bool:
     """True when ``folder`` holds a project marker: ``pyproject.toml`` or ``.git``, or ``setup.py`` /
     ``setup.cfg`` outside a package (see :func:`find_project_root`)."""
-    if any(os.path.exists(os.path.join(folder, marker)) for marker in ("pyproject.toml", ".git")):
+    return os.path.exists(os.path.join(folder, "pyproject.toml")) or _marked_besides_pyproject(folder)
+
+
+def _marked_besides_pyproject(folder: str | os.PathLike[str]) -> bool:
+    """True when ``folder`` holds ``.git``, or ``setup.py`` / ``setup.cfg`` outside a package."""
+    if os.path.exists(os.path.join(folder, ".git")):
         return True
     return not os.path.exists(os.path.join(folder, "__init__.py")) and \
         any(os.path.exists(os.path.join(folder, marker)) for marker in ("setup.py", "setup.cfg"))
@@ -104,33 +109,74 @@ def find_project_root(path: str | os.PathLike[str], marked: dict[str, Any] | Non
     The nearest folder (``path`` itself if a folder, else its parent, then upwards) holding
     ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``; a ``setup.py`` or ``setup.cfg``
     inside a package (a folder holding ``__init__.py``) is a module of that package, not a project's
-    build script (Megatron-Bridge's ``megatron/bridge/training/setup.py``), and marks nothing. Without one, the top folder of the
-    Python package holding ``path`` (the last ancestor with ``__init__.py``), else the folder itself.
-    ``marked``: a memo the caller keeps for the life of one run (``folder -> holds a marker``, and
-    which folders have none above them and where their package tops are: the folders of a project
-    share their ancestors, each is looked at once).
+    build script (Megatron-Bridge's ``megatron/bridge/training/setup.py``), and marks nothing. A
+    ``pyproject.toml`` that holds only other tools' settings (:func:`_other_tools_only`: a sub-folder's
+    ``[tool.black]``) is passed over, as the configuration lookup passes it over, when a folder above
+    holds a marker; else it is the root. Without any, the top folder of the Python package holding
+    ``path`` (the last ancestor with ``__init__.py``), else the folder itself.
+    ``marked``: a memo the caller keeps for the life of one run (``folder -> how it marks``, and,
+    for folders with no marker but such a ``pyproject.toml`` here or above, the nearest of those, and
+    where their package tops are: the folders of a project share their ancestors, each is looked at
+    once).
     """
     start = os.path.abspath(path)
     folder = start if os.path.isdir(start) else os.path.dirname(start)
     memo: dict[str, Any] = marked if marked is not None else {}
     candidate = folder
     passed: list[str] = []
+    fallback = ""  # the nearest folder at or above the last one passed marked only by other tools' settings
     while True:  # plain strings: called for every folder of a project
-        if memo.get("\0none-above:" + candidate):  # no marker here or above: known from an earlier call
+        # known from an earlier call: no marker here or above but other tools' settings (the nearest, or "")
+        known = memo.get("\0none-above:" + candidate)
+        if known is not None:
+            fallback = known
             break
         found = memo.get(candidate)
         if found is None:
-            found = memo[candidate] = is_project_root(candidate)
-        if found:
+            found = memo[candidate] = _marks(candidate)
+        if found == _MARKER:
             return Path(candidate)
         passed.append(candidate)
         parent = os.path.dirname(candidate)
         if parent == candidate:
             break
         candidate = parent
-    for seen in passed:
-        memo["\0none-above:" + seen] = True
-    return Path(_package_top(folder, memo))
+    for seen in reversed(passed):
+        if memo[seen] == _OTHER_TOOLS:
+            fallback = seen
+        memo["\0none-above:" + seen] = fallback
+    nearest = memo["\0none-above:" + folder]
+    return Path(nearest or _package_top(folder, memo))
+
+
+_MARKER, _OTHER_TOOLS, _NONE = 2, 1, 0  # how a folder marks a project (see _marks)
+
+
+def _marks(folder: str) -> int:
+    """``_MARKER`` when ``folder`` holds a project marker (:func:`is_project_root`) other than a
+    ``pyproject.toml`` of other tools' settings only; ``_OTHER_TOOLS`` when that is its only marker;
+    else ``_NONE``."""
+    pyproject = os.path.join(folder, "pyproject.toml")
+    if _marked_besides_pyproject(folder):
+        return _MARKER
+    if not os.path.exists(pyproject):
+        return _NONE
+    return _OTHER_TOOLS if _other_tools_only(pyproject) else _MARKER
+
+
+def _other_tools_only(pyproject: str) -> bool:
+    """True when ``pyproject`` is a readable TOML file whose only table is ``[tool]`` and which has no
+    ``[tool.hp-invariants]`` table: the settings of other tools (``[tool.black]``, ``[tool.ruff]``),
+    neither a project (``[project]``, ``[build-system]``, or an empty file: a marker on purpose) nor
+    our configuration. A file that cannot be read or parsed is not (it stays a project marker; the
+    configuration lookup reports it)."""
+    try:
+        with open(pyproject, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return False
+    tool = data.get("tool")
+    return set(data) == {"tool"} and isinstance(tool, dict) and "hp-invariants" not in tool
 
 
 def _package_top(folder: str, memo: dict[str, Any]) -> str:

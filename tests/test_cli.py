@@ -483,3 +483,38 @@ def test_find_project_root(tmp_path: Path):
     for _ in range(2):
         for path, root in cases.items():
             assert find_project_root(path) == root == find_project_root(str(path), memo), path
+
+
+@pytest.mark.parametrize("top", ["[tool.hp-invariants]\n", ""])
+def test_a_pyproject_of_other_tools_settings_does_not_end_the_project(tmp_path: Path, top: str):
+    """A sub-folder's ``pyproject.toml`` with only ``[tool.black]`` is passed over by the project root
+    as by the configuration lookup when a folder above is marked (by our table or a plain marker): the
+    class in it is indexed with its base class above it, so E9503 reports the missing method as it
+    does without that file (it used to be lost). A ``pyproject.toml`` that declares a project, is
+    empty or holds our table still makes the folder a project of its own; with nothing marked above,
+    the other tools' file is the root, as before."""
+    from hp_invariants.config import Resolver, find_project_root
+
+    (tmp_path / "top").mkdir()
+    root = tmp_path / "top"
+    (root / "pyproject.toml").write_text(top)
+    (root / "pkg" / "sub").mkdir(parents=True)
+    for folder in (root / "pkg", root / "pkg" / "sub"):
+        (folder / "__init__.py").write_text("")
+    (root / "pkg" / "base.py").write_text("class Base:\n    pass\n")
+    mod = root / "pkg" / "sub" / "mod.py"
+    mod.write_text("from pkg.base import Base\n\n\nclass Child(Base):\n    def f(self):\n"
+                   "        return self.missing()\n\n\nchild = Child()\n")
+    (root / "pkg" / "sub" / "pyproject.toml").write_text("[tool.black]\nline-length = 100\n")
+    for args in ((str(root),), (str(mod),)):  # the walk, and the one file pre-commit passes
+        code, out, _ = run_cli("check", "--no-cache", "--select", "E9503", *args)
+        assert code == 1 and "mod.py:6:16: E9503 undefined-method-call: 'Child' object has no attribute 'missing'" in out, out
+    assert find_project_root(mod) == root == Resolver(RULES).config_for(mod).root
+    for own in ("[tool.hp-invariants]\n", "[project]\nname = 'sub'\n", "[build-system]\n", ""):
+        (root / "pkg" / "sub" / "pyproject.toml").write_text(own)
+        assert find_project_root(mod) == root / "pkg" / "sub", own
+    (root / "pkg" / "sub" / "pyproject.toml").write_text("[tool.black]\n")
+    (root / "pyproject.toml").unlink()  # nothing marked above: the other tools' file is the root
+    memo: dict = {}
+    assert find_project_root(mod) == root / "pkg" / "sub" == find_project_root(mod, memo) == find_project_root(mod, memo)
+    assert find_project_root(root / "pkg", memo) == root / "pkg"  # no marker: the package top
