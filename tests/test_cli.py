@@ -288,6 +288,46 @@ def test_rule_option_from_pyproject(project: Path):
     (project / "pyproject.toml").write_text(
         '[tool.hp-invariants]\nunconditional-calls = ["materialize"]\n')
     assert run_cli("check", str(project))[0] == 0
+    (project / "pyproject.toml").write_text(  # the default reset_sharded_param is kept
+        '[tool.hp-invariants]\nextend-unconditional-calls = ["materialize"]\n')
+    assert run_cli("check", str(project))[0] == 1
+
+
+def test_extend_keys_add_to_a_list_and_the_plain_key_replaces_it(tmp_path: Path):
+    """``extend-<key>`` adds to the key's value (its default, or what the same table sets, in either
+    order of the keys) for every list-valued rule option and ``exclude`` (an ``exclude`` after
+    ``extend-exclude`` used to drop its entries); the plain key replaces the default; an ``extend-``
+    key of a key that is not a list is a configuration error naming it."""
+    from hp_invariants.api import Option, Rule
+    from hp_invariants.config import DEFAULT_EXCLUDES, ConfigError, is_list_option, load_config
+
+    class Flagged(Rule):
+        rule_id, symbol, summary, msg = "E9598", "flagged", "a rule with a bool option", "%s"
+        options = (Option("flag", "bool", False, "a bool option"),)
+
+    rules = [*RULES, Flagged()]
+    pyproject = tmp_path / "pyproject.toml"
+
+    def load(body: str):
+        pyproject.write_text("[tool.hp-invariants]\n" + body)
+        return load_config(tmp_path, rules)
+
+    for rule in RULES:
+        for option in filter(is_list_option, rule.options):
+            key = option.name
+            assert load(f'extend-{key} = ["added"]\n').options[rule.rule_id][key] == (*option.default, "added")
+            assert load(f'{key} = ["mine"]\n').options[rule.rule_id][key] == ("mine",)
+            for body in (f'{key} = ["mine"]\nextend-{key} = ["added"]\n', f'extend-{key} = ["added"]\n{key} = ["mine"]\n'):
+                assert load(body).options[rule.rule_id][key] == ("mine", "added"), body
+    assert load('extend-exclude = ["gen"]\n').exclude == [*DEFAULT_EXCLUDES, "gen"]
+    assert load('extend-exclude = ["gen"]\nexclude = ["build"]\n').exclude == ["build", "gen"]
+    for body, needle in (('extend-flag = true\n', "'extend-flag': 'flag' is not a list"),
+                         ('extend-report-unused-suppressions = true\n', "'extend-report-unused-suppressions'"),
+                         ('extend-nonsense = ["x"]\n', "unknown key 'extend-nonsense'"),
+                         ('extend-wrap-markers = ["(unclosed"]\n', "'extend-wrap-markers': bad regular expression"),
+                         ('extend-no-grad-contexts = 3\n', "'extend-no-grad-contexts' must be a list")):
+        with pytest.raises(ConfigError, match=re.escape(needle)):
+            load(body)
 
 
 @pytest.mark.parametrize("body, needle", [
