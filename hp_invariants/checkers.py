@@ -75,7 +75,10 @@ class HpInvariantsChecker(BaseRawFileChecker):
     msgs["F9500"] = (
         "hp-invariants could not analyse this module: %s",
         "hp-invariants-internal-error",
-        "The hp-invariants analysis raised an unexpected error on this module; please report it.",
+        "hp-invariants could not analyse this module: its [tool.hp-invariants] configuration is invalid "
+        "(the message says which key of which file; shown even when disabled, and the run fails), the "
+        "module is nested too deeply even for the deep-stack retry, or a rule raised an unexpected error "
+        "(please report it with the module).",
         {"scope": WarningScope.NODE},
     )
     msgs[USELESS_ID] = (  # report-unused-suppressions; pylint's own symbol useless-suppression is I0021's

@@ -379,6 +379,24 @@ def test_explain_a_code_the_report_prints_for_a_file_not_checked(code, symbol):
         assert status == 0 and out.startswith(f"{code} {symbol}: ") and out.count("\n") == 1, out
 
 
+def test_explain_the_pylint_plugins_own_messages():
+    """``explain F9500`` / ``F9501`` (the plugin's messages, not rules) said "unknown rule": each message
+    of the plugin that is not a rule is explained, by code or symbol, with its pylint description (an
+    ``I9500`` under the plugin's symbol, the CLI's explanation under the code)."""
+    from hp_invariants.checkers import HpInvariantsChecker
+
+    own = {code: (symbol, text) for code, (_msg, symbol, text, _) in HpInvariantsChecker.msgs.items()
+           if code not in {r.rule_id for r in RULES}}
+    assert {"F9500", "F9501"} <= set(own)
+    for code, (symbol, text) in own.items():
+        names = (symbol,) if code == "I9500" else (code, code.lower(), symbol)
+        for name in names:
+            assert run_cli("explain", name) == (0, f"{code} {symbol}: {text}\n", ""), name
+    assert "configuration is invalid" in own["F9500"][1]  # what _config_error reports as F9500 too
+    code, _, err = run_cli("explain", "F9599")
+    assert code == 2 and "other codes it prints: E0001, F0001" in err and "I9500, F9500, F9501" in err
+
+
 def test_every_problem_code_made_is_explained(tmp_path: Path):
     import re
     made = set(re.findall(r'FileProblem\("([EFI]\d{4})", "([a-z-]+)"', (REPO / "hp_invariants" / "limits.py").read_text()))
