@@ -21,7 +21,7 @@ from pylint.checkers import BaseRawFileChecker
 from pylint.constants import WarningScope
 from pylint.interfaces import CONTROL_FLOW, HIGH, INFERENCE, UNDEFINED
 
-from hp_invariants.config import ConfigError, Resolver, Settings
+from hp_invariants.config import EXTEND, ConfigError, Resolver, Settings, extended, is_list_option
 from hp_invariants.engine import Session, default_project
 from hp_invariants.history import plugin as history_plugin
 from hp_invariants.limits import DEFAULT_TIMEOUT
@@ -42,15 +42,19 @@ _CONFIDENCE = {
 }
 
 
-def _pylint_option(option: Option) -> tuple[str, dict[str, Any]]:
+def _pylint_options_of(option: Option) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The pylint options of a rule option: itself, and for a list ``extend-<name>`` (entries added to
+    its value, as in ``[tool.hp-invariants]``)."""
     if option.kind == "bool":
         spec = {"default": option.default, "type": "yn", "metavar": "<y or n>"}
     elif option.kind == "regexp_csv":  # pylint compiles these: a bad regex is a clear pylint usage error
         spec = {"default": tuple(option.default), "type": "regexp_csv", "metavar": "<comma separated regexes>"}
     else:
         spec = {"default": tuple(option.default), "type": "csv", "metavar": "<comma separated names>"}
-    spec["help"] = option.help
-    return option.name, spec
+    if not is_list_option(option):
+        return ((option.name, {**spec, "help": option.help}),)
+    return ((option.name, {**spec, "help": option.help}),
+            (EXTEND + option.name, {**spec, "default": (), "help": f"Added to {option.name}."}))
 
 
 class HpInvariantsChecker(BaseRawFileChecker):
@@ -71,7 +75,10 @@ class HpInvariantsChecker(BaseRawFileChecker):
     msgs["F9500"] = (
         "hp-invariants could not analyse this module: %s",
         "hp-invariants-internal-error",
-        "The hp-invariants analysis raised an unexpected error on this module; please report it.",
+        "hp-invariants could not analyse this module: its [tool.hp-invariants] configuration is invalid "
+        "(the message says which key of which file; shown even when disabled, and the run fails), the "
+        "module is nested too deeply even for the deep-stack retry, or a rule raised an unexpected error "
+        "(please report it with the module).",
         {"scope": WarningScope.NODE},
     )
     msgs[USELESS_ID] = (  # report-unused-suppressions; pylint's own symbol useless-suppression is I0021's
@@ -88,7 +95,7 @@ class HpInvariantsChecker(BaseRawFileChecker):
         "(option hp-invariants-timeout) and was stopped; the module was not checked by hp-invariants.",
         {"scope": WarningScope.NODE},
     )
-    options = tuple(_pylint_option(opt) for rule in RULES for opt in rule.options) + (
+    options = tuple(spec for rule in RULES for opt in rule.options for spec in _pylint_options_of(opt)) + (
         ("hp-invariants-timeout", {
             "default": DEFAULT_TIMEOUT, "type": "float", "metavar": "<seconds>",
             "help": "Per-module time budget of the hp-invariants analysis in seconds (0: no limit).",
@@ -141,20 +148,26 @@ class HpInvariantsChecker(BaseRawFileChecker):
                        timeout_per_file=timeout if timeout != DEFAULT_TIMEOUT else base.timeout_per_file)
 
     def _pylint_options(self) -> dict[str, dict[str, Any]]:
-        """The rule options set in pylint's configuration to something other than their default."""
+        """The rule options set in pylint's configuration to something other than their default (a
+        list option's ``extend-<name>`` entries added to its value)."""
         values: dict[str, dict[str, Any]] = {}
         for rule in RULES:
             for opt in rule.options:
-                attr = opt.name.replace("-", "_")
-                value = getattr(self.linter.config, attr, opt.default)
-                if opt.kind == "regexp_csv":
-                    value = tuple(p.pattern if isinstance(p, re.Pattern) else p for p in value)
-                elif opt.kind == "csv":
-                    value = tuple(value)
-                default = tuple(opt.default) if opt.kind != "bool" else opt.default
+                value = self._pylint_value(opt, opt.name, opt.default)
+                if is_list_option(opt):
+                    value = extended(value, self._pylint_value(opt, EXTEND + opt.name, ()))
+                default = tuple(opt.default) if is_list_option(opt) else opt.default
                 if value != default:
                     values.setdefault(rule.rule_id, {})[opt.name] = value
         return values
+
+    def _pylint_value(self, option: Option, name: str, default: Any) -> Any:
+        """The value of the pylint option ``name`` (``option``'s own or its ``extend-`` twin) as the
+        configuration holds it: a bool, or a tuple of strings (regexes as their patterns)."""
+        value = getattr(self.linter.config, name.replace("-", "_"), default)
+        if option.kind == "regexp_csv":
+            return tuple(p.pattern if isinstance(p, re.Pattern) else p for p in value)
+        return tuple(value) if is_list_option(option) else value
 
     def process_module(self, node: "nodes.Module") -> None:
         """Run the shared pipeline on one module and add a pylint message per finding."""

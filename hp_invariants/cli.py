@@ -316,30 +316,41 @@ def cmd_rules() -> int:
     return 0
 
 
-def _report_codes() -> dict[str, tuple[str, str]]:
-    """The codes a report prints that are not rules: the problems of files not checked
-    (:data:`hp_invariants.limits.PROBLEM_CODES`) and ``I9500`` (:mod:`hp_invariants.suppressions`)."""
+def _report_codes() -> list[tuple[str, str, str]]:
+    """``(code, symbol, explanation)`` of each code a report prints that is not a rule: the problems of
+    files not checked (:data:`hp_invariants.limits.PROBLEM_CODES`), ``I9500``
+    (:mod:`hp_invariants.suppressions`), then the pylint plugin's own messages, with their pylint
+    descriptions (:attr:`hp_invariants.checkers.HpInvariantsChecker.msgs`; its ``I9500`` under the
+    plugin's symbol)."""
     from hp_invariants import suppressions  # noqa: PLC0415
+    from hp_invariants.checkers import HpInvariantsChecker  # noqa: PLC0415 - imports pylint: not on the check path
     from hp_invariants.limits import PROBLEM_CODES  # noqa: PLC0415
 
-    return {**PROBLEM_CODES, suppressions.USELESS_ID: (suppressions.USELESS_SYMBOL, suppressions.USELESS_EXPLAINED)}
+    rule_ids = {rule.rule_id for rule in RULES}
+    return [*((code, symbol, text) for code, (symbol, text) in PROBLEM_CODES.items()),
+            (suppressions.USELESS_ID, suppressions.USELESS_SYMBOL, suppressions.USELESS_EXPLAINED),
+            *((code, symbol, text) for code, (_msg, symbol, text, _options) in HpInvariantsChecker.msgs.items()
+              if code not in rule_ids)]
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """Print one rule's documentation; return 0, or 2 for an unknown rule."""
+    """Print the documentation of the rule ``args.rule`` (id or symbol), or the explanation of another
+    code a report prints (a history message, a problem, ``I9500``, the pylint plugin's ``F95xx``);
+    return 0, or 2 (with a message listing the known codes on stderr) for an unknown one."""
     try:
         rule = get_rule(args.rule)
     except KeyError:
         if history_cli.explain(args.rule):
             return 0
         wanted = args.rule.strip()
-        for code, (symbol, text) in _report_codes().items():  # the codes a report prints besides the rules'
+        codes = _report_codes()  # the codes a report prints besides the rules' (the first of a code wins)
+        for code, symbol, text in codes:
             if wanted.upper() == code or wanted.lower() == symbol:
                 print(f"{code} {symbol}: {text}")
                 return 0
         known = ", ".join(f"{r.rule_id} ({r.symbol})" for r in RULES)
         print(f"hp-invariants: unknown rule {args.rule!r}; known rules: {known}; other codes it prints: "
-              f"{', '.join(_report_codes())}", file=sys.stderr)
+              f"{', '.join(dict.fromkeys(code for code, _symbol, _text in codes))}", file=sys.stderr)
         return 2
     from hp_invariants.docs import rule_doc  # noqa: PLC0415 - not on the check path (imports inspect)
 

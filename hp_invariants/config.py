@@ -12,7 +12,7 @@ Keys (kebab-case, as ruff and pylint spell them):
 
 * ``select`` / ``ignore``: rule ids or symbols (``E9501`` or ``local-tensor-view-not-detached``);
   a prefix such as ``E95`` selects every id starting with it;
-* ``exclude`` / ``extend-exclude``: gitignore-style patterns of paths not to walk into;
+* ``exclude``: gitignore-style patterns of paths not to walk into;
 * ``per-file-ignores``: a table ``"glob" = ["E9503", ...]``;
 * ``force-exclude``: apply ``exclude`` to paths named on the command line too (what the
   pre-commit hooks pass), as ruff's ``--force-exclude`` does;
@@ -22,7 +22,10 @@ Keys (kebab-case, as ruff and pylint spell them):
 * ``timeout-per-file``: seconds of analysis per file before it is skipped with ``F0003`` (default
   10; 0 disables the budget);
 * ``max-file-size``: MiB; larger files are not read and get ``F0004`` (default 5; 0: no limit);
-* every rule option by name (``local-tensor-attrs = ["_local_tensor"]``, see ``hp-invariants rules``).
+* every rule option by name (``local-tensor-attrs = ["_local_tensor"]``, see ``hp-invariants rules``);
+* ``extend-<key>`` for ``exclude`` and every list-valued rule option (:func:`is_list_option`): entries
+  added to the key's value (the one the same table sets, else the default) instead of replacing it, as
+  ruff's ``extend-exclude`` (``extend-no-grad-contexts = ["no_grad_ctx"]`` keeps ``no_grad``).
 
 Errors raise :class:`ConfigError` naming the file and the key; the CLI turns that into exit 2.
 """
@@ -72,7 +75,6 @@ GENERAL_KEYS = {
     "select",
     "ignore",
     "exclude",
-    "extend-exclude",
     "per-file-ignores",
     "report-unused-suppressions",
     "force-exclude",
@@ -85,6 +87,11 @@ HISTORY_KEYS = {"baseline", "pins", "restore-from-history"}
 GENERAL_KEYS |= HISTORY_KEYS
 
 
+EXTEND = "extend-"
+"""The prefix of a key that adds to a list-valued key (``exclude``, a list rule option) instead of
+replacing its value."""
+
+
 class ConfigError(Exception):
     """A configuration or usage error: unknown key, wrong type, bad regex, unknown rule."""
 
@@ -92,7 +99,12 @@ class ConfigError(Exception):
 def is_project_root(folder: str | os.PathLike[str]) -> bool:
     """True when ``folder`` holds a project marker: ``pyproject.toml`` or ``.git``, or ``setup.py`` /
     ``setup.cfg`` outside a package (see :func:`find_project_root`)."""
-    if any(os.path.exists(os.path.join(folder, marker)) for marker in ("pyproject.toml", ".git")):
+    return os.path.exists(os.path.join(folder, "pyproject.toml")) or _marked_besides_pyproject(folder)
+
+
+def _marked_besides_pyproject(folder: str | os.PathLike[str]) -> bool:
+    """True when ``folder`` holds ``.git``, or ``setup.py`` / ``setup.cfg`` outside a package."""
+    if os.path.exists(os.path.join(folder, ".git")):
         return True
     return not os.path.exists(os.path.join(folder, "__init__.py")) and \
         any(os.path.exists(os.path.join(folder, marker)) for marker in ("setup.py", "setup.cfg"))
@@ -104,33 +116,74 @@ def find_project_root(path: str | os.PathLike[str], marked: dict[str, Any] | Non
     The nearest folder (``path`` itself if a folder, else its parent, then upwards) holding
     ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``; a ``setup.py`` or ``setup.cfg``
     inside a package (a folder holding ``__init__.py``) is a module of that package, not a project's
-    build script (Megatron-Bridge's ``megatron/bridge/training/setup.py``), and marks nothing. Without one, the top folder of the
-    Python package holding ``path`` (the last ancestor with ``__init__.py``), else the folder itself.
-    ``marked``: a memo the caller keeps for the life of one run (``folder -> holds a marker``, and
-    which folders have none above them and where their package tops are: the folders of a project
-    share their ancestors, each is looked at once).
+    build script (Megatron-Bridge's ``megatron/bridge/training/setup.py``), and marks nothing. A
+    ``pyproject.toml`` that holds only other tools' settings (:func:`_other_tools_only`: a sub-folder's
+    ``[tool.black]``) is passed over, as the configuration lookup passes it over, when a folder above
+    holds a marker; else it is the root. Without any, the top folder of the Python package holding
+    ``path`` (the last ancestor with ``__init__.py``), else the folder itself.
+    ``marked``: a memo the caller keeps for the life of one run (``folder -> how it marks``, and,
+    for folders with no marker but such a ``pyproject.toml`` here or above, the nearest of those, and
+    where their package tops are: the folders of a project share their ancestors, each is looked at
+    once).
     """
     start = os.path.abspath(path)
     folder = start if os.path.isdir(start) else os.path.dirname(start)
     memo: dict[str, Any] = marked if marked is not None else {}
     candidate = folder
     passed: list[str] = []
+    fallback = ""  # the nearest folder at or above the last one passed marked only by other tools' settings
     while True:  # plain strings: called for every folder of a project
-        if memo.get("\0none-above:" + candidate):  # no marker here or above: known from an earlier call
+        # known from an earlier call: no marker here or above but other tools' settings (the nearest, or "")
+        known = memo.get("\0none-above:" + candidate)
+        if known is not None:
+            fallback = known
             break
         found = memo.get(candidate)
         if found is None:
-            found = memo[candidate] = is_project_root(candidate)
-        if found:
+            found = memo[candidate] = _marks(candidate)
+        if found == _MARKER:
             return Path(candidate)
         passed.append(candidate)
         parent = os.path.dirname(candidate)
         if parent == candidate:
             break
         candidate = parent
-    for seen in passed:
-        memo["\0none-above:" + seen] = True
-    return Path(_package_top(folder, memo))
+    for seen in reversed(passed):
+        if memo[seen] == _OTHER_TOOLS:
+            fallback = seen
+        memo["\0none-above:" + seen] = fallback
+    nearest = memo["\0none-above:" + folder]
+    return Path(nearest or _package_top(folder, memo))
+
+
+_MARKER, _OTHER_TOOLS, _NONE = 2, 1, 0  # how a folder marks a project (see _marks)
+
+
+def _marks(folder: str) -> int:
+    """``_MARKER`` when ``folder`` holds a project marker (:func:`is_project_root`) other than a
+    ``pyproject.toml`` of other tools' settings only; ``_OTHER_TOOLS`` when that is its only marker;
+    else ``_NONE``."""
+    pyproject = os.path.join(folder, "pyproject.toml")
+    if _marked_besides_pyproject(folder):
+        return _MARKER
+    if not os.path.exists(pyproject):
+        return _NONE
+    return _OTHER_TOOLS if _other_tools_only(pyproject) else _MARKER
+
+
+def _other_tools_only(pyproject: str) -> bool:
+    """True when ``pyproject`` is a readable TOML file whose only table is ``[tool]`` and which has no
+    ``[tool.hp-invariants]`` table: the settings of other tools (``[tool.black]``, ``[tool.ruff]``),
+    neither a project (``[project]``, ``[build-system]``, or an empty file: a marker on purpose) nor
+    our configuration. A file that cannot be read or parsed is not (it stays a project marker; the
+    configuration lookup reports it)."""
+    try:
+        with open(pyproject, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return False
+    tool = data.get("tool")
+    return set(data) == {"tool"} and isinstance(tool, dict) and "hp-invariants" not in tool
 
 
 def _package_top(folder: str, memo: dict[str, Any]) -> str:
@@ -164,25 +217,38 @@ def check_number(value: Any, key: str, where: str) -> float:
     return float(value)
 
 
-def coerce_option(option: Option, value: Any, where: str) -> Any:
-    """Validate and convert a configured value of ``option``.
+def is_list_option(option: Option) -> bool:
+    """True when ``option`` holds a list (kind ``csv`` or ``regexp_csv``, not ``bool``): it then also
+    takes an ``extend-<name>`` key (see :data:`EXTEND`)."""
+    return option.kind != "bool"
 
-    Raises :class:`ConfigError` for a wrong type or an invalid regular expression.
+
+def coerce_option(option: Option, value: Any, where: str, key: str | None = None) -> Any:
+    """Validate and convert a configured value of ``option``, set under ``key`` (default: the option's
+    name; ``extend-<name>`` for entries to add). Returns a bool or a tuple of strings.
+
+    Raises :class:`ConfigError` naming ``key`` for a wrong type or an invalid regular expression.
     """
+    key = key or option.name
     if option.kind == "bool":
         if isinstance(value, str) and value.lower() in {"yes", "true", "y", "1", "no", "false", "n", "0"}:
             return value.lower() in {"yes", "true", "y", "1"}
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: '{option.name}' must be a boolean, got {value!r}")
+            raise ConfigError(f"{where}: '{key}' must be a boolean, got {value!r}")
         return value
-    items = _check_list(value, option.name, where)
+    items = _check_list(value, key, where)
     if option.kind == "regexp_csv":
         for item in items:
             try:
                 re.compile(item)
             except re.error as exc:
-                raise ConfigError(f"{where}: '{option.name}': bad regular expression {item!r}: {exc}") from exc
+                raise ConfigError(f"{where}: '{key}': bad regular expression {item!r}: {exc}") from exc
     return tuple(items)
+
+
+def extended(value: Sequence[str], extra: Sequence[str]) -> tuple[str, ...]:
+    """``value`` followed by the entries of ``extra`` it lacks (what an ``extend-`` key makes of it)."""
+    return tuple(dict.fromkeys((*value, *extra)))
 
 
 @dataclass
@@ -305,8 +371,9 @@ def validate_codes(codes: Sequence[str], rules: Sequence[Rule], where: str) -> l
 def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None) -> Config:
     """Read ``[tool.hp-invariants]`` from ``pyproject`` (default ``root/pyproject.toml``).
 
-    Raises :class:`ConfigError` on invalid TOML, unknown keys, wrong types, bad regexes or unknown
-    rule codes. A missing file or table gives the defaults.
+    Raises :class:`ConfigError` on invalid TOML, unknown keys (an ``extend-`` key of a key that is
+    not a list), wrong types, bad regexes or unknown rule codes. A missing file or table gives the
+    defaults. ``extend-<key>`` entries are added to ``<key>``'s value whatever the order of the keys.
     """
     config = Config(root=root)
     path = pyproject or root / "pyproject.toml"
@@ -331,6 +398,7 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
         raise ConfigError(f"{where}: must be a table")
     config.source = str(path)
     options_by_name = {opt.name: (rule, opt) for rule in rules for opt in rule.options}
+    extends: dict[str, Any] = {}  # applied once every plain key is read
     for key, value in table.items():
         if key == "select":
             config.select = validate_codes(_check_list(value, key, where), rules, f"{where} select")
@@ -340,8 +408,6 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
             config.ignore = validate_codes(_check_list(value, key, where), rules, f"{where} ignore")
         elif key == "exclude":
             config.exclude = _check_list(value, key, where)
-        elif key == "extend-exclude":
-            config.exclude.extend(_check_list(value, key, where))
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: 'per-file-ignores' must be a table of glob = [codes]")
@@ -370,9 +436,23 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
         elif key in options_by_name:
             rule, opt = options_by_name[key]
             config.options.setdefault(rule.rule_id, {})[key] = coerce_option(opt, value, where)
+        elif key.startswith(EXTEND) and key.removeprefix(EXTEND) in GENERAL_KEYS | set(options_by_name):
+            extends[key.removeprefix(EXTEND)] = value
         else:
             known = sorted(GENERAL_KEYS | set(options_by_name))
-            raise ConfigError(f"{where}: unknown key {key!r}; known keys: {', '.join(known)}")
+            raise ConfigError(f"{where}: unknown key {key!r}; known keys: {', '.join(known)} "
+                              f"(and {EXTEND}<key> for exclude and the list options)")
+    for name, value in extends.items():
+        key = EXTEND + name
+        if name == "exclude":
+            config.exclude = list(extended(config.exclude, _check_list(value, key, where)))
+        elif name in options_by_name and is_list_option(options_by_name[name][1]):
+            rule, opt = options_by_name[name]
+            values = config.options.setdefault(rule.rule_id, {})
+            values[name] = extended(values.get(name, opt.default), coerce_option(opt, value, where, key))
+        else:
+            lists = ", ".join(["exclude", *(n for n, (_r, o) in options_by_name.items() if is_list_option(o))])
+            raise ConfigError(f"{where}: unknown key {key!r}: {name!r} is not a list; {EXTEND} applies to: {lists}")
     return config
 
 

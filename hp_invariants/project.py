@@ -8,7 +8,8 @@ summaries on disk (keyed by the file's content), and gives each rule its
 :meth:`ProjectFacts.build` result through ``FileContext.project_data(rule)``.
 
 The project root of a file is the nearest folder holding ``pyproject.toml``, ``setup.py``,
-``setup.cfg`` or ``.git`` (:func:`hp_invariants.config.find_project_root`). Without such a marker
+``setup.cfg`` or ``.git``, a ``pyproject.toml`` of other tools' settings only counting when no folder
+above is marked (:func:`hp_invariants.config.find_project_root`). Without such a marker
 (a loose script, an installed package) the root is the top package folder or the file's folder, and
 the walk is bounded: only the root's own files and package folders (holding ``__init__.py``) below
 it are indexed, as Python's imports from that folder would reach them; a project of more than

@@ -288,6 +288,46 @@ def test_rule_option_from_pyproject(project: Path):
     (project / "pyproject.toml").write_text(
         '[tool.hp-invariants]\nunconditional-calls = ["materialize"]\n')
     assert run_cli("check", str(project))[0] == 0
+    (project / "pyproject.toml").write_text(  # the default reset_sharded_param is kept
+        '[tool.hp-invariants]\nextend-unconditional-calls = ["materialize"]\n')
+    assert run_cli("check", str(project))[0] == 1
+
+
+def test_extend_keys_add_to_a_list_and_the_plain_key_replaces_it(tmp_path: Path):
+    """``extend-<key>`` adds to the key's value (its default, or what the same table sets, in either
+    order of the keys) for every list-valued rule option and ``exclude`` (an ``exclude`` after
+    ``extend-exclude`` used to drop its entries); the plain key replaces the default; an ``extend-``
+    key of a key that is not a list is a configuration error naming it."""
+    from hp_invariants.api import Option, Rule
+    from hp_invariants.config import DEFAULT_EXCLUDES, ConfigError, is_list_option, load_config
+
+    class Flagged(Rule):
+        rule_id, symbol, summary, msg = "E9598", "flagged", "a rule with a bool option", "%s"
+        options = (Option("flag", "bool", False, "a bool option"),)
+
+    rules = [*RULES, Flagged()]
+    pyproject = tmp_path / "pyproject.toml"
+
+    def load(body: str):
+        pyproject.write_text("[tool.hp-invariants]\n" + body)
+        return load_config(tmp_path, rules)
+
+    for rule in RULES:
+        for option in filter(is_list_option, rule.options):
+            key = option.name
+            assert load(f'extend-{key} = ["added"]\n').options[rule.rule_id][key] == (*option.default, "added")
+            assert load(f'{key} = ["mine"]\n').options[rule.rule_id][key] == ("mine",)
+            for body in (f'{key} = ["mine"]\nextend-{key} = ["added"]\n', f'extend-{key} = ["added"]\n{key} = ["mine"]\n'):
+                assert load(body).options[rule.rule_id][key] == ("mine", "added"), body
+    assert load('extend-exclude = ["gen"]\n').exclude == [*DEFAULT_EXCLUDES, "gen"]
+    assert load('extend-exclude = ["gen"]\nexclude = ["build"]\n').exclude == ["build", "gen"]
+    for body, needle in (('extend-flag = true\n', "'extend-flag': 'flag' is not a list"),
+                         ('extend-report-unused-suppressions = true\n', "'extend-report-unused-suppressions'"),
+                         ('extend-nonsense = ["x"]\n', "unknown key 'extend-nonsense'"),
+                         ('extend-wrap-markers = ["(unclosed"]\n', "'extend-wrap-markers': bad regular expression"),
+                         ('extend-no-grad-contexts = 3\n', "'extend-no-grad-contexts' must be a list")):
+        with pytest.raises(ConfigError, match=re.escape(needle)):
+            load(body)
 
 
 @pytest.mark.parametrize("body, needle", [
@@ -337,6 +377,24 @@ def test_explain_a_code_the_report_prints_for_a_file_not_checked(code, symbol):
     for name in (code, code.lower(), symbol):
         status, out, _ = run_cli("explain", name)
         assert status == 0 and out.startswith(f"{code} {symbol}: ") and out.count("\n") == 1, out
+
+
+def test_explain_the_pylint_plugins_own_messages():
+    """``explain F9500`` / ``F9501`` (the plugin's messages, not rules) said "unknown rule": each message
+    of the plugin that is not a rule is explained, by code or symbol, with its pylint description (an
+    ``I9500`` under the plugin's symbol, the CLI's explanation under the code)."""
+    from hp_invariants.checkers import HpInvariantsChecker
+
+    own = {code: (symbol, text) for code, (_msg, symbol, text, _) in HpInvariantsChecker.msgs.items()
+           if code not in {r.rule_id for r in RULES}}
+    assert {"F9500", "F9501"} <= set(own)
+    for code, (symbol, text) in own.items():
+        names = (symbol,) if code == "I9500" else (code, code.lower(), symbol)
+        for name in names:
+            assert run_cli("explain", name) == (0, f"{code} {symbol}: {text}\n", ""), name
+    assert "configuration is invalid" in own["F9500"][1]  # what _config_error reports as F9500 too
+    code, _, err = run_cli("explain", "F9599")
+    assert code == 2 and "other codes it prints: E0001, F0001" in err and "I9500, F9500, F9501" in err
 
 
 def test_every_problem_code_made_is_explained(tmp_path: Path):
@@ -483,3 +541,38 @@ def test_find_project_root(tmp_path: Path):
     for _ in range(2):
         for path, root in cases.items():
             assert find_project_root(path) == root == find_project_root(str(path), memo), path
+
+
+@pytest.mark.parametrize("top", ["[tool.hp-invariants]\n", ""])
+def test_a_pyproject_of_other_tools_settings_does_not_end_the_project(tmp_path: Path, top: str):
+    """A sub-folder's ``pyproject.toml`` with only ``[tool.black]`` is passed over by the project root
+    as by the configuration lookup when a folder above is marked (by our table or a plain marker): the
+    class in it is indexed with its base class above it, so E9503 reports the missing method as it
+    does without that file (it used to be lost). A ``pyproject.toml`` that declares a project, is
+    empty or holds our table still makes the folder a project of its own; with nothing marked above,
+    the other tools' file is the root, as before."""
+    from hp_invariants.config import Resolver, find_project_root
+
+    (tmp_path / "top").mkdir()
+    root = tmp_path / "top"
+    (root / "pyproject.toml").write_text(top)
+    (root / "pkg" / "sub").mkdir(parents=True)
+    for folder in (root / "pkg", root / "pkg" / "sub"):
+        (folder / "__init__.py").write_text("")
+    (root / "pkg" / "base.py").write_text("class Base:\n    pass\n")
+    mod = root / "pkg" / "sub" / "mod.py"
+    mod.write_text("from pkg.base import Base\n\n\nclass Child(Base):\n    def f(self):\n"
+                   "        return self.missing()\n\n\nchild = Child()\n")
+    (root / "pkg" / "sub" / "pyproject.toml").write_text("[tool.black]\nline-length = 100\n")
+    for args in ((str(root),), (str(mod),)):  # the walk, and the one file pre-commit passes
+        code, out, _ = run_cli("check", "--no-cache", "--select", "E9503", *args)
+        assert code == 1 and "mod.py:6:16: E9503 undefined-method-call: 'Child' object has no attribute 'missing'" in out, out
+    assert find_project_root(mod) == root == Resolver(RULES).config_for(mod).root
+    for own in ("[tool.hp-invariants]\n", "[project]\nname = 'sub'\n", "[build-system]\n", ""):
+        (root / "pkg" / "sub" / "pyproject.toml").write_text(own)
+        assert find_project_root(mod) == root / "pkg" / "sub", own
+    (root / "pkg" / "sub" / "pyproject.toml").write_text("[tool.black]\n")
+    (root / "pyproject.toml").unlink()  # nothing marked above: the other tools' file is the root
+    memo: dict = {}
+    assert find_project_root(mod) == root / "pkg" / "sub" == find_project_root(mod, memo) == find_project_root(mod, memo)
+    assert find_project_root(root / "pkg", memo) == root / "pkg"  # no marker: the package top

@@ -53,6 +53,13 @@ def test_options_from_pylintrc_and_pyproject(tmp_path: Path):
         '[tool.pylint.hp-invariants]\nunconditional-calls = ["materialize"]\n')
     code, messages = _pylint(tmp_path, "--rcfile=pyproject.toml", "m.py")
     assert [m["symbol"] for m in messages] == ["shard-gated-reset"]
+    # extend-<option> adds to the default (reset_sharded_param stays), the plain key replaces it
+    (tmp_path / "d.py").write_text(GATED)
+    for body, reported in (('extend-unconditional-calls = ["materialize"]', ["d.py", "m.py"]),
+                           ('unconditional-calls = ["materialize"]', ["m.py"])):
+        (tmp_path / "pyproject.toml").write_text(f"[tool.pylint.hp-invariants]\n{body}\n")
+        code, messages = _pylint(tmp_path, "--rcfile=pyproject.toml", "d.py", "m.py")
+        assert sorted(m["path"] for m in messages) == reported, body
 
 
 def test_an_invalid_configuration_fails_the_run_even_with_only_rule_messages_enabled(tmp_path: Path):

@@ -4,6 +4,7 @@
   regressions are violations on purpose), and the fixed twins exit 0.
 * The pre-commit example's ``rev`` is the tag the documented release step creates for this version,
   and that exact configuration works against a copy of the repository tagged that way.
+* The configuration examples keep every rule option's default (``extend-<option>``).
 """
 
 from __future__ import annotations
@@ -93,3 +94,30 @@ def test_readme_precommit_config_works_against_the_tagged_release(hook_repo: Pat
     run = subprocess.run([PRE_COMMIT, "run", "--files", "state.py"], cwd=user, capture_output=True, text=True,
                          env=env, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_readme_configuration_examples_keep_every_rule_option_default(tmp_path: Path):
+    """A list option set by its plain key replaces its default: an example that sets one must repeat
+    the default (the examples once set ``no-grad-contexts = ["_no_grad"]``, dropping ``no_grad``, and
+    ``unconditional-calls`` without ``register_fsdp_forward_method``); with ``extend-<option>`` the
+    default stays. Each example is also a valid configuration."""
+    from hp_invariants.config import is_list_option, load_config
+    from hp_invariants.registry import RULES
+
+    blocks = re.findall(r"```toml\n(.*?)```", README, re.S)
+    tables = [(block, table) for block in blocks
+              for table in (tomllib.loads(block)["tool"].get("hp-invariants"),
+                            tomllib.loads(block)["tool"].get("pylint", {}).get("hp-invariants")) if table]
+    assert len(tables) == 2  # the pylint plugin's and the configuration section's
+    for block, table in tables:
+        for rule in RULES:
+            for option in rule.options:
+                if is_list_option(option) and option.name in table:
+                    assert set(option.default) <= set(table[option.name]), (option.name, block)
+        assert any(key.startswith("extend-") for key in table), block
+    (block,) = [block for block, table in tables if block.startswith("[tool.hp-invariants]")]
+    (tmp_path / "pyproject.toml").write_text(block)
+    options = load_config(tmp_path, RULES).options
+    for rule in RULES:
+        for option in rule.options:
+            assert set(option.default) <= set(options.get(rule.rule_id, {}).get(option.name, option.default))
