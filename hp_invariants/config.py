@@ -452,7 +452,7 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
             values[name] = extended(values.get(name, opt.default), coerce_option(opt, value, where, key))
         else:
             lists = ", ".join(["exclude", *(n for n, (_r, o) in options_by_name.items() if is_list_option(o))])
-            raise ConfigError(f"{where}: unknown key {key!r}: {name!r} is not a list; {EXTEND} applies to: {lists}")
+            raise ConfigError(f"{where}: unknown key {key!r}: {EXTEND}<key> only adds to: {lists}")
     return config
 
 

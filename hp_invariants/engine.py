@@ -391,21 +391,54 @@ def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache:
     governing the project root. ``freeze_after_build``: see :class:`Project` (short-lived processes)."""
 
     configs: dict[str, Any] = {}  # folder -> its configuration, None when it excludes only the defaults
+    pruned: dict[tuple[str, str], bool] = {}  # (folder, root) -> excluded by the configuration of a folder above it
 
-    def excluded(path: str, root: Path) -> bool:  # Resolver.is_excluded, its configuration memoized per folder
-        folder = os.path.dirname(path)
+    def config_of(folder: str) -> Any:
         if folder not in configs:
-            config = resolver.table_config_for(folder or ".")  # None: the defaults (no root lookup)
+            try:
+                config = resolver.table_config_for(folder or ".")  # None: the defaults (no root lookup)
+            except ConfigError as exc:
+                # a folder the index walks but no checked file lives in (a sibling's broken
+                # pyproject.toml): its files are indexed under the configuration of the folder above,
+                # with a note; a checked file's own configuration still fails the run (settings_for)
+                parent = os.path.dirname(folder)
+                config = config_of(parent) if parent != folder else None
+                configs[folder] = config
+                text = f"{exc}; the project index walks its folder with the settings of the folder above"
+                if text not in project.notes:
+                    project.notes.append(text)
+                return config
             # with only the default excludes, the project walk already left out what they match
             configs[folder] = None if config is None or config.exclude == _DEFAULT_EXCLUDES else config
-        config = configs[folder]
+        return configs[folder]
+
+    def folder_pruned(folder: str, root: str) -> bool:
+        # as the check's walk (discovery) prunes: a folder its parent's configuration excludes is not
+        # entered, so its own pyproject.toml is never read (it may not even be valid TOML)
+        found = pruned.get((folder, root))
+        if found is None:
+            parent = os.path.dirname(folder)
+            if not folder.startswith(root + os.sep) or parent == folder:  # the root itself, or outside it
+                found = False
+            else:
+                config = config_of(parent)
+                found = folder_pruned(parent, root) or config is not None and config.is_excluded(folder, given=root)
+            pruned[(folder, root)] = found
+        return found
+
+    def excluded(path: str, root: Path) -> bool:  # Resolver.is_excluded, configurations memoized per folder
+        folder = os.path.dirname(path)
+        if folder_pruned(folder, str(root)):
+            return True
+        config = config_of(folder)
         return config is not None and config.is_excluded(path, given=str(root))
 
     def cache_for(root: Path) -> str | None:
         return cache_dir or resolver.config_for(root).cache_dir
 
-    return Project(cache_dir=cache_for, use_cache=use_cache, jobs=jobs, is_excluded=excluded,
-                   freeze_after_build=freeze_after_build)
+    project = Project(cache_dir=cache_for, use_cache=use_cache, jobs=jobs, is_excluded=excluded,
+                      freeze_after_build=freeze_after_build)
+    return project
 
 
 def default_session(resolver: Resolver, cache_dir: str | None = None, use_cache: bool = True, jobs: int = 1,

@@ -28,14 +28,26 @@ collect_ignore = ["fixtures"]
 
 
 def pytest_configure(config) -> None:
-    """Point hypothesis at a temporary home folder before any test runs."""
-    _HOME.append(tempfile.mkdtemp(prefix="hp-invariants-hypothesis-"))
-    configuration.set_hypothesis_home_dir(_HOME[-1])
+    """Point hypothesis at a temporary home folder before any test runs: its home (the constants
+    cache), its example database (the default settings profile, whose database may have been made
+    under ``./.hypothesis`` when hypothesis was imported) and, through ``HYPOTHESIS_STORAGE_DIRECTORY``,
+    those of the subprocesses the tests start."""
+    from hypothesis import settings  # noqa: PLC0415
+    from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: PLC0415
+
+    home = tempfile.mkdtemp(prefix="hp-invariants-hypothesis-")
+    _HOME.append(home)
+    configuration.set_hypothesis_home_dir(home)
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home
+    settings.register_profile("hp-invariants-tests",
+                              database=DirectoryBasedExampleDatabase(os.path.join(home, "examples")))
+    settings.load_profile("hp-invariants-tests")
 
 
 def pytest_unconfigure(config) -> None:
-    """Remove the temporary hypothesis home folder."""
-    configuration.set_hypothesis_home_dir(None)
+    """Remove the temporary hypothesis home folder. The home stays pointed at it: what hypothesis
+    writes after this (its constants cache, at exit) lands in a temporary folder, never in
+    ``./.hypothesis``."""
     for home in _HOME:
         shutil.rmtree(home, ignore_errors=True)
 

@@ -297,7 +297,7 @@ def test_extend_keys_add_to_a_list_and_the_plain_key_replaces_it(tmp_path: Path)
     """``extend-<key>`` adds to the key's value (its default, or what the same table sets, in either
     order of the keys) for every list-valued rule option and ``exclude`` (an ``exclude`` after
     ``extend-exclude`` used to drop its entries); the plain key replaces the default; an ``extend-``
-    key of a key that is not a list is a configuration error naming it."""
+    key of a key it does not add to is a configuration error naming it."""
     from hp_invariants.api import Option, Rule
     from hp_invariants.config import DEFAULT_EXCLUDES, ConfigError, is_list_option, load_config
 
@@ -321,7 +321,9 @@ def test_extend_keys_add_to_a_list_and_the_plain_key_replaces_it(tmp_path: Path)
                 assert load(body).options[rule.rule_id][key] == ("mine", "added"), body
     assert load('extend-exclude = ["gen"]\n').exclude == [*DEFAULT_EXCLUDES, "gen"]
     assert load('extend-exclude = ["gen"]\nexclude = ["build"]\n').exclude == ["build", "gen"]
-    for body, needle in (('extend-flag = true\n', "'extend-flag': 'flag' is not a list"),
+    # a new user's find: extend-select said "'select' is not a list" (it is one; extend- only adds to some)
+    for body, needle in (('extend-flag = true\n', "unknown key 'extend-flag': extend-<key> only adds to: exclude"),
+                         ('extend-select = ["E9501"]\n', "unknown key 'extend-select': extend-<key> only adds to: exclude"),
                          ('extend-report-unused-suppressions = true\n', "'extend-report-unused-suppressions'"),
                          ('extend-nonsense = ["x"]\n', "unknown key 'extend-nonsense'"),
                          ('extend-wrap-markers = ["(unclosed"]\n', "'extend-wrap-markers': bad regular expression"),
