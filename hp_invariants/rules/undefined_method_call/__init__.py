@@ -118,7 +118,8 @@ No message when:
   a dunder (`self.__getattr__("x")` raising on purpose inside a descriptor);
 * the call is guarded: `hasattr(self, "m")` or `getattr(self, "m", ...)` in the same function,
   inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare)
-  or inside `with contextlib.suppress(AttributeError):` (or a base of it), or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
+  or inside `with contextlib.suppress(AttributeError):` (or a base of it; `except*` too; not a call in a
+  function or lambda defined in such a block, which runs later, outside it), or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
 * the call runs only under a state of the receiver that no instance lacking the method can be in:
   a flag that must be truthy (`if self.flag:`, `self.flag and self.m()`, an early
   `if not self.flag: return`) while every assignment of it in the class and its ancestors is a falsy
@@ -833,13 +834,16 @@ class _State:
             return True
         root = receiver.replace("super()", "self")
         child: ast.AST = call
+        deferred = False  # inside a function or lambda nested in ``func``: it runs later, outside the blocks around it
         for anc in self.ctx.ancestors(call):
-            if isinstance(anc, ast.Try) and any(child is stmt for stmt in anc.body):
+            if anc is not func and isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                deferred = True
+            if not deferred and isinstance(anc, (ast.Try, ast.TryStar)) and any(child is stmt for stmt in anc.body):
                 for handler in anc.handlers:
                     if handler.type is None or CATCHING & _handler_names(handler.type):
                         return True
-            if isinstance(anc, (ast.With, ast.AsyncWith)) and any(child is stmt for stmt in anc.body) \
-                    and any(_suppresses_attribute_error(item.context_expr) for item in anc.items):
+            if not deferred and isinstance(anc, (ast.With, ast.AsyncWith)) and any(child is stmt for stmt in anc.body) \
+                    and any(self._suppresses_attribute_error(item.context_expr, func) for item in anc.items):
                 return True
             if isinstance(anc, (ast.If, ast.IfExp, ast.While)) and child is not anc.test and \
                     _test_inspects(anc.test, root, name):
@@ -851,6 +855,16 @@ class _State:
                 break
             child = anc
         return False
+
+    def _suppresses_attribute_error(self, context: ast.AST, scope: ast.AST) -> bool:
+        """True for a ``with`` item ``contextlib.suppress(...)`` (the import resolved from ``scope``:
+        not a function of the project that happens to be named ``suppress``) whose arguments name
+        ``AttributeError`` or a base of it: an AttributeError raised in the block is swallowed there,
+        as an ``except AttributeError`` handler would catch it."""
+        if not isinstance(context, ast.Call) or not any(CATCHING & _handler_names(arg) for arg in context.args):
+            return False
+        ref = self.ctx.semantic.external(context.func, scope)
+        return ref is not None and (ref.module, ref.level, ref.attrs) == ("contextlib", 0, ("suppress",))
 
     def type_ignored(self, func: ast.AST) -> bool:
         """True when a line of the attribute node ``func`` carries ``# type: ignore`` (the author
@@ -1819,15 +1833,6 @@ def _passes_arguments(decorator: ast.AST) -> bool:
     name = dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
     last = name.rsplit(".", 1)[-1]
     return last in ARGUMENT_PRESERVING or last.startswith("register")
-
-
-def _suppresses_attribute_error(context: ast.AST) -> bool:
-    """True for a ``with`` item ``contextlib.suppress(...)`` (any callee named ``suppress``) whose
-    arguments name ``AttributeError`` or a base of it: an AttributeError raised in the block is
-    swallowed there, as an ``except AttributeError`` handler would catch it."""
-    if not isinstance(context, ast.Call) or (dotted_name(context.func) or "").rsplit(".", 1)[-1] != "suppress":
-        return False
-    return any(CATCHING & _handler_names(arg) for arg in context.args)
 
 
 def _handler_names(node: ast.AST) -> set[str]:
