@@ -48,6 +48,7 @@ def test_seed_shape_is_high_confidence_with_safe_fix_at_the_creation():
     assert (finding.line, finding.col) == (7, 4)  # the store statement (the view is on line 6)
     assert finding.message.startswith("'narrow' view bound to '_local_tensor' without .detach()")
     assert finding.fix.applicability is Applicability.SAFE
+    assert finding.fix.message == "Append .detach() where the view is created"  # no_grad: requires_grad is kept
     (edit,) = finding.fix.edits
     assert edit.start == edit.end == (6, 71) and edit.content == ".detach()"
     assert "narrow(dim=0, start=0, length=length).detach()\n" in fix(SEED)
@@ -62,6 +63,9 @@ def test_grad_mode_view_is_inference_and_unsafe_fix():
     (finding,) = check(code)
     assert finding.confidence is Confidence.INFERENCE
     assert finding.fix.applicability is Applicability.UNSAFE
+    # a new user's find: on a DTensor answering requires_grad from its local tensor, the detached view
+    # silently froze the parameter; the unsafe fix's title says what to restore
+    assert "does not require grad: restore requires_grad on the parameter" in finding.fix.message
     assert (finding.line, finding.col + 1) == (3, 40)  # the view expression itself
     assert fix(code) == textwrap.dedent(code)
     assert "narrow(0, 0, n).detach()" in fix(code, unsafe=True)

@@ -200,6 +200,14 @@ back to its base, and `.detach()` cuts that; apply it with `--unsafe-fixes` afte
 nothing wants gradient through `_local_tensor` (for a parameter's shard, nothing does). A function
 called in a no-grad region that switches grad mode on itself is not seen.
 
+What `.detach()` also drops in grad mode is `requires_grad`: a view of a base that requires grad
+requires grad, the detached tensor never does. A DTensor that answers `requires_grad` and `is_leaf`
+from its local tensor (hyper-parallel's does) then stops requiring grad, and the optimizer skips the
+parameter without an error. After an unsafe fix, set it again where the parameter trains
+(`param.requires_grad_(True)` after the store, or the project's own helper: hyper-parallel's repair
+calls `set_requires_grad_if_needed`); the fix's title says so. (In the safe case nothing changes: a view
+made under no_grad does not require grad either.)
+
 ## Options
 * `local-tensor-attrs` (csv, default `_local_tensor`): attribute names whose stores are checked.
   The rule's text prefilter follows this option: a file is analysed only if one of the configured
@@ -405,7 +413,10 @@ class LocalTensorViewNotDetached(LocalTensorViewNotDetachedDeclaration):
         fix = None
         if complete and edits:
             applicability = Applicability.SAFE if all(nograd) and not outside else Applicability.UNSAFE
-            fix = ctx.make_fix(edits, "Append .detach() where the view is created", applicability)
+            title = "Append .detach() where the view is created"
+            if applicability is Applicability.UNSAFE:  # in grad mode the view may require grad; .detach() never does
+                title += " (the detached tensor does not require grad: restore requires_grad on the parameter if it trains)"
+            fix = ctx.make_fix(edits, title, applicability)
         first = origins[0]
         made = f"returned by {first.via}" if first.via else f"made at line {first.anchor.lineno}"
         evidence = f"'{first.op}' view {made}" + (", under no_grad" if first.nograd else ", grad mode not known off")
