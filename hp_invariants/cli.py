@@ -348,9 +348,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
             if wanted.upper() == code or wanted.lower() == symbol:
                 print(f"{code} {symbol}: {text}")
                 return 0
+        from hp_invariants.history.messages import CODES as HISTORY_CODES  # noqa: PLC0415
+
         known = ", ".join(f"{r.rule_id} ({r.symbol})" for r in RULES)
+        others = dict.fromkeys([*(code for code, _symbol, _text in codes), *HISTORY_CODES[::2]])
         print(f"hp-invariants: unknown rule {args.rule!r}; known rules: {known}; other codes it prints: "
-              f"{', '.join(dict.fromkeys(code for code, _symbol, _text in codes))}", file=sys.stderr)
+              f"{', '.join(others)}", file=sys.stderr)
         return 2
     from hp_invariants.docs import rule_doc  # noqa: PLC0415 - not on the check path (imports inspect)
 

@@ -31,11 +31,18 @@ class NotRegularFileError(OSError):
     """The path names a folder, a FIFO, a device or a socket, not a regular file."""
 
 
+def _size_text(size: int) -> str:
+    """A file size for a message: ``5 MiB``, ``5.3 MiB``, or bytes below one MiB (``200 bytes``)."""
+    if size < 2**20:
+        return f"{size} bytes"
+    return f"{size / 2**20:.1f}".removesuffix(".0") + " MiB"
+
+
 class FileTooLargeError(OSError):
     """The file is larger than the configured limit (``max-file-size``); it was not read."""
 
     def __init__(self, path: str, size: int, limit: int):
-        super().__init__(errno.EFBIG, f"{size / 2**20:.1f} MiB is over the {limit / 2**20:g} MiB limit", path)
+        super().__init__(errno.EFBIG, f"{_size_text(size)} is over the {_size_text(limit)} limit", path)
         self.size = size
         self.limit = limit
 

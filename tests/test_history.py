@@ -352,6 +352,20 @@ def test_since_errors_outside_git_and_for_unknown_rev(tmp_path, monkeypatch, cap
     assert code == 2 and "unknown revision" in err
 
 
+def test_a_missing_file_named_on_the_command_line_is_an_error(tmp_path, monkeypatch, capsys):
+    # a new user's find: `--pins /nonexistent.json` ran without any pin (exit by the findings), while a
+    # missing `--baseline` was already an error
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "a.py").write_text("x = 1\n")
+    monkeypatch.chdir(folder)
+    assert cli.main(["check", "--no-cache", "--pins", "missing-pins.json", "."]) == 2
+    assert "pins file missing-pins.json not found" in capsys.readouterr().err
+    assert cli.main(["check", "--no-cache", "--baseline", "missing-baseline.json", "."]) == 2
+    assert "baseline file missing-baseline.json not found" in capsys.readouterr().err
+    assert cli.main(["check", "--no-cache", "."]) == 0  # neither given: neither is needed
+
+
 # ---------------------------------------------------------------------- restore
 def test_restore_deleted_method_whose_class_was_later_edited(repo):
     repo.write("pkg/model.py", (FIXED / "qwen3_vl_moe_model.py").read_text(encoding="utf-8"))

@@ -147,12 +147,21 @@ def test_parallel_run_reports_bad_files_the_same_way(tree: Path):
 
 
 # ---------------------------------------------------------------------- huge and deep files
+def test_size_messages_in_mib_and_bytes():
+    from hp_invariants.source import FileTooLargeError
+
+    assert FileTooLargeError("a.py", 6 * 2**20, 5 * 2**20).strerror == "6 MiB is over the 5 MiB limit"
+    assert FileTooLargeError("a.py", int(5.34 * 2**20), 5 * 2**20).strerror == "5.3 MiB is over the 5 MiB limit"
+    assert FileTooLargeError("a.py", 300, 200).strerror == "300 bytes is over the 200 bytes limit"
+
+
 def test_file_over_the_size_limit_is_not_read(tree: Path):
     big = tree / "big.py"
     big.write_text(GATED + "x = 1\n" * 10_000)  # ~60 kB
     code, report, _ = check_json("--max-file-size", "0.05", str(tree))
     assert code == 2
-    assert_only_problem(report, big, "F0004", "MiB limit")
+    # a new user's find: a limit under one MiB read "0.0 MiB is over the 9.53674e-07 MiB limit"
+    assert_only_problem(report, big, "F0004", f"{big.stat().st_size} bytes is over the 52428 bytes limit")
     code, report, _ = check_json("--max-file-size", "0.1", str(tree))
     assert code == 1 and report["problems"] == [] and len(report["findings"]) == 2
     # fix does not touch it either

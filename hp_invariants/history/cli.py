@@ -265,6 +265,8 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
     try:
         checked = [r.path for r in result.files]
         findings = list(result.findings)
+        if args.pins and not pins_path.exists():  # named on the command line: a typo must not check nothing
+            raise HistoryError(f"pins file {pins_path} not found (write it with `hp-invariants pin COMMIT`)")
         pin_list = pins.load(pins_path) if pins_path else []
         if pin_list:
             def project_files() -> list[str]:
