@@ -42,7 +42,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-j", "--jobs", type=_non_negative_int, default=1, metavar="N",
                         help="worker processes (0: one per core; default 1)")
     parser.add_argument("--config", metavar="PYPROJECT",
-                        help="pyproject.toml to read [tool.hp-invariants] from (default: the project root's)")
+                        help="pyproject.toml to read [tool.hp-invariants] from, for every file "
+                             "(default: each file's nearest pyproject.toml with that table)")
     parser.add_argument("--no-cache", action="store_true",
                         help="do not read or write the cache (class index and per-file results)")
     parser.add_argument("--force-exclude", action="store_true",
