@@ -404,9 +404,7 @@ def default_project(resolver: Resolver, cache_dir: str | None = None, use_cache:
                 parent = os.path.dirname(folder)
                 config = config_of(parent) if parent != folder else None
                 configs[folder] = config
-                text = f"{exc}; the project index walks its folder with the settings of the folder above"
-                if text not in project.notes:
-                    project.notes.append(text)
+                project.note(f"{exc}; the project index walks its folder with the settings of the folder above")
                 return config
             # with only the default excludes, the project walk already left out what they match
             configs[folder] = None if config is None or config.exclude == _DEFAULT_EXCLUDES else config

@@ -265,7 +265,7 @@ class Project:
         skipped: list[str] = []
         entries = project_entries(os.fspath(root), packages_only=not marked, skipped=skipped)
         if skipped:
-            self._note(f"{root}: no pyproject.toml, setup.py, setup.cfg or .git in this folder or above, so the "
+            self.note(f"{root}: no pyproject.toml, setup.py, setup.cfg or .git in this folder or above, so the "
                        f"project index covers only its own files and the packages (folders with __init__.py) "
                        f"below it; {len(skipped)} other folder(s) with Python files were not indexed (e.g. "
                        f"{skipped[0]}); add a pyproject.toml to index the whole tree")
@@ -276,7 +276,7 @@ class Project:
         if len(entries) > MAX_PROJECT_FILES:
             truncated = len(entries) - MAX_PROJECT_FILES
             entries = entries[:MAX_PROJECT_FILES]
-            self._note(f"{root}: the project index is limited to {MAX_PROJECT_FILES} files; {truncated} more "
+            self.note(f"{root}: the project index is limited to {MAX_PROJECT_FILES} files; {truncated} more "
                        f"were left out (classes there count as unknown); exclude folders with "
                        f"'extend-exclude' or mark a smaller project root with a pyproject.toml")
         cache = ProjectCache(self.cache_folder(root), root, facts) if self.use_cache else None
@@ -309,7 +309,8 @@ class Project:
         self._scans[(root, kinds)] = (scan, manifest)
         return scan, manifest
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
+        """Add ``text`` to :attr:`notes` (once): what the run's summary says about the project walk."""
         if text not in self.notes:
             self.notes.append(text)
 

@@ -118,8 +118,9 @@ No message when:
   a dunder (`self.__getattr__("x")` raising on purpose inside a descriptor);
 * the call is guarded: `hasattr(self, "m")` or `getattr(self, "m", ...)` in the same function,
   inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare)
-  or inside `with contextlib.suppress(AttributeError):` (or a base of it; `except*` too; not a call in a
-  function or lambda defined in such a block, which runs later, outside it), or under an `if` whose test calls `isinstance`/`issubclass`/`type` on the receiver;
+  or inside `with contextlib.suppress(AttributeError):` (or a base of it; `except*` too; not a call
+  in a function or lambda defined in such a block, which runs later, outside it), or under an `if`
+  whose test calls `isinstance`/`issubclass`/`type` on the receiver;
 * the call runs only under a state of the receiver that no instance lacking the method can be in:
   a flag that must be truthy (`if self.flag:`, `self.flag and self.m()`, an early
   `if not self.flag: return`) while every assignment of it in the class and its ancestors is a falsy
