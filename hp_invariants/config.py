@@ -178,9 +178,10 @@ def _other_tools_only(pyproject: str) -> bool:
     our configuration. A file that cannot be read or parsed is not (it stays a project marker; the
     configuration lookup reports it)."""
     try:
-        with open(pyproject, "rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        data = read_toml(Path(pyproject))
+    except ConfigError:
+        return False
+    if data is None:
         return False
     tool = data.get("tool")
     return set(data) == {"tool"} and isinstance(tool, dict) and "hp-invariants" not in tool
@@ -381,11 +382,9 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
         if pyproject is not None:  # named explicitly (--config): its absence is an error
             raise ConfigError(f"{path}: configuration file not found")
         return config
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read configuration: {exc}") from exc
+    data = read_toml(path)
+    if data is None:  # removed since the check above
+        raise ConfigError(f"{path}: cannot read configuration: the file is gone")
     tool = data.get("tool", {})
     if not isinstance(tool, dict):
         raise ConfigError(f"{path}: 'tool' must be a table")
@@ -522,18 +521,26 @@ class Settings:
                 self.report_unused_suppressions, tuple(sorted(self.suppressions)))
 
 
+def read_toml(path: Path) -> dict[str, Any] | None:
+    """The TOML document ``path`` as a dict, ``None`` when the file does not exist. Raises
+    :class:`ConfigError` (``<path>: cannot read configuration: ...``) when it cannot be read or parsed."""
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read configuration: {exc}") from exc
+
+
 def has_table(pyproject: Path) -> bool:
     """True when ``pyproject`` is a readable TOML file with a ``[tool.hp-invariants]`` table.
 
     Raises :class:`ConfigError` when the file exists but is not valid TOML (a broken configuration is
     never skipped silently)."""
-    try:
-        with open(pyproject, "rb") as handle:
-            data = tomllib.load(handle)
-    except FileNotFoundError:
+    data = read_toml(pyproject)
+    if data is None:
         return False
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{pyproject}: cannot read configuration: {exc}") from exc
     tool = data.get("tool")
     if tool is not None and not isinstance(tool, dict):
         raise ConfigError(f"{pyproject}: 'tool' must be a table")
