@@ -119,7 +119,7 @@ No message when:
 * the call is guarded: `hasattr(self, "m")` or `getattr(self, "m", ...)` in the same function,
   inside `try:` with an `except` catching `AttributeError` (or `Exception`, `BaseException`, bare)
   or inside `with contextlib.suppress(AttributeError):` (or a base of it; `except*` too; not a call
-  in a function or lambda defined in such a block, which runs later, outside it), or under an `if`
+  in a function, lambda or generator expression made in such a block, which runs later, outside it), or under an `if`
   whose test calls `isinstance`/`issubclass`/`type` on the receiver;
 * the call runs only under a state of the receiver that no instance lacking the method can be in:
   a flag that must be truthy (`if self.flag:`, `self.flag and self.m()`, an early
@@ -835,10 +835,13 @@ class _State:
             return True
         root = receiver.replace("super()", "self")
         child: ast.AST = call
-        deferred = False  # inside a function or lambda nested in ``func``: it runs later, outside the blocks around it
+        deferred = False  # inside a function, lambda or generator nested in ``func``: it runs later, outside the blocks around it
+        below: ast.AST | None = None  # the ancestor before ``child`` on the way up
         for anc in self.ctx.ancestors(call):
             if anc is not func and isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 deferred = True
+            elif isinstance(anc, ast.GeneratorExp) and not (child is anc.generators[0] and below is anc.generators[0].iter):
+                deferred = True  # only the first iterable is evaluated where the generator is made
             if not deferred and isinstance(anc, (ast.Try, ast.TryStar)) and any(child is stmt for stmt in anc.body):
                 for handler in anc.handlers:
                     if handler.type is None or CATCHING & _handler_names(handler.type):
@@ -854,7 +857,7 @@ class _State:
                 return True
             if anc is func:
                 break
-            child = anc
+            below, child = child, anc
         return False
 
     def _suppresses_attribute_error(self, context: ast.AST, scope: ast.AST) -> bool:
