@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NoReturn, Sequence
 
 from hp_invariants import __version__, engine, output
-from hp_invariants.config import ConfigError, Overrides, Resolver, validate_codes
+from hp_invariants.config import ConfigError, Overrides, Resolver, mib_to_bytes, validate_codes
 from hp_invariants.history import cli as history_cli
 from hp_invariants.model import FileProblem, Finding
 from hp_invariants.registry import RULES, get_rule
@@ -124,7 +124,7 @@ def _resolver(args: argparse.Namespace) -> Resolver:
         report_unused_suppressions=True if getattr(args, "report_unused_suppressions", False) else None,
         cache_dir=args.cache_dir,
         timeout_per_file=args.timeout_per_file,
-        max_file_size=int(args.max_file_size * 2**20) if args.max_file_size is not None else None,
+        max_file_size=mib_to_bytes(args.max_file_size) if args.max_file_size is not None else None,
     )
     resolver = Resolver(RULES, overrides, Path(args.config) if args.config else None)
     for path in args.paths or ["."]:  # configuration errors are reported before any work starts

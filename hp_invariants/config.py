@@ -21,7 +21,7 @@ Keys (kebab-case, as ruff and pylint spell them):
 * ``cache-dir``: where the E9503 class index is cached;
 * ``timeout-per-file``: seconds of analysis per file before it is skipped with ``F0003`` (default
   10; 0 disables the budget);
-* ``max-file-size``: MiB; larger files are not read and get ``F0004`` (default 5; 0: no limit);
+* ``max-file-size``: MiB; larger files are not read and get ``F0004`` (default 5; 0: no limit; rounded up to whole bytes);
 * every rule option by name (``local-tensor-attrs = ["_local_tensor"]``, see ``hp-invariants rules``);
 * ``extend-<key>`` for ``exclude`` and every list-valued rule option (:func:`is_list_option`): entries
   added to the key's value (the one the same table sets, else the default) instead of replacing it, as
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import math
 import os
 import re
 try:
@@ -212,10 +213,18 @@ def _check_list(value: Any, key: str, where: str) -> list[str]:
 
 
 def check_number(value: Any, key: str, where: str) -> float:
-    """Return ``value`` as a float if it is a number >= 0 (not a boolean); raise :class:`ConfigError`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
-        raise ConfigError(f"{where}: '{key}' must be a number >= 0, got {value!r}")
+    """Return ``value`` as a float if it is a finite number >= 0 (not a boolean; TOML's ``inf`` and
+    ``nan`` are not); raise :class:`ConfigError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise ConfigError(f"{where}: '{key}' must be a finite number >= 0, got {value!r}")
     return float(value)
+
+
+def mib_to_bytes(mib: float) -> int:
+    """The byte count of a ``max-file-size`` of ``mib`` MiB (a finite number >= 0), rounded up: 0
+    stays 0 (no limit) and any positive size is a limit of at least one byte (rounding down made a
+    size under one byte, ``1e-7``, no limit at all)."""
+    return math.ceil(mib * 2**20)
 
 
 def is_list_option(option: Option) -> bool:
@@ -429,7 +438,7 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
         elif key == "timeout-per-file":
             config.timeout_per_file = check_number(value, key, where)
         elif key == "max-file-size":
-            config.max_file_size = int(check_number(value, key, where) * 2**20)
+            config.max_file_size = mib_to_bytes(check_number(value, key, where))
         elif key in HISTORY_KEYS:
             config.history[key] = value
         elif key in options_by_name:

@@ -32,9 +32,9 @@ class NotRegularFileError(OSError):
 
 
 def _size_text(size: int) -> str:
-    """A file size for a message: ``5 MiB``, ``5.3 MiB``, or bytes below one MiB (``200 bytes``)."""
+    """A file size for a message: ``5 MiB``, ``5.3 MiB``, or bytes below one MiB (``200 bytes``, ``1 byte``)."""
     if size < 2**20:
-        return f"{size} bytes"
+        return "1 byte" if size == 1 else f"{size} bytes"
     return f"{size / 2**20:.1f}".removesuffix(".0") + " MiB"
 
 

@@ -153,6 +153,7 @@ def test_size_messages_in_mib_and_bytes():
     assert FileTooLargeError("a.py", 6 * 2**20, 5 * 2**20).strerror == "6 MiB is over the 5 MiB limit"
     assert FileTooLargeError("a.py", int(5.34 * 2**20), 5 * 2**20).strerror == "5.3 MiB is over the 5 MiB limit"
     assert FileTooLargeError("a.py", 300, 200).strerror == "300 bytes is over the 200 bytes limit"
+    assert FileTooLargeError("a.py", 2, 1).strerror == "2 bytes is over the 1 byte limit"  # was "1 bytes"
 
 
 def test_file_over_the_size_limit_is_not_read(tree: Path):
@@ -161,13 +162,29 @@ def test_file_over_the_size_limit_is_not_read(tree: Path):
     code, report, _ = check_json("--max-file-size", "0.05", str(tree))
     assert code == 2
     # a new user's find: a limit under one MiB read "0.0 MiB is over the 9.53674e-07 MiB limit"
-    assert_only_problem(report, big, "F0004", f"{big.stat().st_size} bytes is over the 52428 bytes limit")
+    # 0.05 MiB is 52,428.8 bytes: rounded up
+    assert_only_problem(report, big, "F0004", f"{big.stat().st_size} bytes is over the 52429 bytes limit")
     code, report, _ = check_json("--max-file-size", "0.1", str(tree))
     assert code == 1 and report["problems"] == [] and len(report["findings"]) == 2
     # fix does not touch it either
     before = big.read_bytes()
     assert run_cli("fix", "--no-cache", "--max-file-size", "0.05", str(tree))[0] == 2
     assert big.read_bytes() == before
+
+
+def test_a_size_limit_under_one_byte_is_a_limit_not_none(tree: Path):
+    # rounded down, a limit under one byte was 0, which means "no limit": every file was read
+    from hp_invariants.config import mib_to_bytes
+
+    assert (mib_to_bytes(0), mib_to_bytes(1e-7), mib_to_bytes(1)) == (0, 1, 2**20)
+    files = sorted(str(p) for p in tree.rglob("*.py"))
+    for args in (["--max-file-size", "0.0000001"], []):
+        if not args:
+            (tree / "pyproject.toml").write_text("[tool.hp-invariants]\nmax-file-size = 1e-7\n")
+        code, report, _ = check_json(*args, str(tree))
+        assert code == 2 and report["findings"] == []
+        assert sorted(p["path"] for p in report["problems"]) == files
+        assert all(p["id"] == "F0004" and p["message"].endswith("over the 1 byte limit") for p in report["problems"])
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="peak memory read from /proc (Linux)")
@@ -831,9 +848,13 @@ def test_sigkill_mid_fix_leaves_every_file_old_or_new(tmp_path: Path):
     ('[tool]\nhp-invariants = "yes"\n', "must be a table"),
     ("[tool.hp-invariants]\nlocal-tensor-attrs = 3\n", "'local-tensor-attrs' must be a list of strings"),
     ("[tool.hp-invariants]\nwrap-markers = ['_ok', '[unclosed']\n", "'wrap-markers': bad regular expression '[unclosed'"),
-    ("[tool.hp-invariants]\ntimeout-per-file = 'soon'\n", "'timeout-per-file' must be a number >= 0"),
-    ("[tool.hp-invariants]\nmax-file-size = -1\n", "'max-file-size' must be a number >= 0"),
-    ("[tool.hp-invariants]\ntimeout-per-file = true\n", "'timeout-per-file' must be a number >= 0"),
+    ("[tool.hp-invariants]\ntimeout-per-file = 'soon'\n", "'timeout-per-file' must be a finite number >= 0"),
+    ("[tool.hp-invariants]\nmax-file-size = -1\n", "'max-file-size' must be a finite number >= 0"),
+    ("[tool.hp-invariants]\ntimeout-per-file = true\n", "'timeout-per-file' must be a finite number >= 0"),
+    # TOML's inf and nan: `max-file-size = inf` was an internal error (OverflowError), as the CLI refuses it
+    ("[tool.hp-invariants]\nmax-file-size = inf\n", "'max-file-size' must be a finite number >= 0, got inf"),
+    ("[tool.hp-invariants]\nmax-file-size = nan\n", "'max-file-size' must be a finite number >= 0, got nan"),
+    ("[tool.hp-invariants]\ntimeout-per-file = inf\n", "'timeout-per-file' must be a finite number >= 0"),
     ("[tool.hp-invariants]\nselect = ['E9502', 'shard-gated-rest']\n", "unknown rule 'shard-gated-rest'"),
     ("[tool.hp-invariants]\nExclude = []\n", "unknown key 'Exclude'"),
     # a new user's find: a misspelled table name was silently ignored (all rules ran)
