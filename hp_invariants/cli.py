@@ -128,7 +128,10 @@ def _resolver(args: argparse.Namespace) -> Resolver:
     )
     resolver = Resolver(RULES, overrides, Path(args.config) if args.config else None)
     for path in args.paths or ["."]:  # configuration errors are reported before any work starts
-        resolver.config_for(path)
+        config = resolver.config_for(path)
+    if args.config and not config.source:  # a file named for its table that has none: likely the wrong file
+        print(f"hp-invariants: note: {args.config} holds no [tool.hp-invariants] table: every file is checked "
+              "with the defaults", file=sys.stderr)
     return resolver
 
 

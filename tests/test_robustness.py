@@ -926,6 +926,20 @@ def test_explicit_config_that_does_not_exist(tree: Path):
     assert code == 2 and "nope.toml: configuration file not found" in err
 
 
+def test_explicit_config_without_our_table_says_so(tree: Path):
+    # a new user's find: `--config` naming a file with only other tools' settings ran on the defaults, silently
+    other = tree / "other.toml"
+    other.write_text("[tool.black]\nline-length = 100\n")
+    ours = tree / "ours.toml"
+    ours.write_text("[tool.hp-invariants]\n")  # an empty table is a configuration: no note
+    for command in (["check"], ["fix", "--diff"]):
+        code, _, err = run_cli(*command, "--no-cache", "--config", str(other), str(tree))
+        assert code == 1 and f"note: {other} holds no [tool.hp-invariants] table" in err, err
+        code, _, err = run_cli(*command, "--no-cache", "--config", str(ours), str(tree))
+        assert code == 1 and "holds no" not in err, err
+    assert (tree / "gated.py").read_text() == GATED
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--select", "E9502,bogus"], "--select: unknown rule 'bogus'"),
     (["--ignore", "E77"], "--ignore: unknown rule 'E77'"),
