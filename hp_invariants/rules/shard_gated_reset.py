@@ -526,7 +526,7 @@ def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, s
             defs = index.functions.get(name)
             if not defs:  # a caller without a definition: only a damaged cache says so; not must-run
                 continue
-            hits = [next((c for c in sorted(f.calls) if c in via), None) for f in _concrete([f for _, f in defs])]
+            hits = [next((c for c in f.calls if c in via), None) for f in _concrete([f for _, f in defs])]
             if all(hits):
                 via[name] = hits[0]
                 work.append(name)
@@ -661,7 +661,7 @@ class _Analyzer:
             for name, defs in local.items():
                 if name in via or not defs:
                     continue
-                hits = [next((c for c in sorted(d.calls) if c in via), None) for d in defs]
+                hits = [next((c for c in d.calls if c in via), None) for d in defs]
                 if all(hits):
                     via[name] = hits[0]
                     changed = True
