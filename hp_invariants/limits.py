@@ -228,6 +228,13 @@ def cpu_time_available() -> bool:
     return _SIGNAL is not None and hasattr(signal, "pthread_kill")
 
 
+def budgeted(seconds: float | None) -> bool:
+    """True when ``seconds`` is a time budget to enforce: above 0 and below what a thread can wait
+    for (``threading.TIMEOUT_MAX``, about 292 years: a longer budget, ``inf`` or ``nan`` is no budget;
+    the watchdog's wait once overflowed on ``1e10`` and crashed its thread)."""
+    return seconds is not None and 0 < seconds < threading.TIMEOUT_MAX
+
+
 @contextlib.contextmanager
 def time_budget(seconds: float | None) -> Iterator[bool]:
     """Raise :class:`AnalysisTimeout` in the body once it has used ``seconds`` of CPU time.
@@ -246,8 +253,7 @@ def time_budget(seconds: float | None) -> Iterator[bool]:
     (``ITIMER_REAL``/``SIGALRM``, ``ITIMER_VIRTUAL``, ``ITIMER_PROF``) is ever touched.
     """
     if (
-        not seconds
-        or seconds <= 0
+        not budgeted(seconds)
         or _Watchdog.active
         or not cpu_time_available()
         or threading.current_thread() is not threading.main_thread()
@@ -317,7 +323,7 @@ def _run_deep(fn: Callable[[], T], timeout: float | None) -> T:
     finally:
         threading.stack_size(old_size)
     try:
-        if not timeout or timeout <= 0:
+        if not budgeted(timeout):
             thread.join()
         else:
             cpu = _cpu_clock_of(thread.ident)

@@ -16,7 +16,7 @@ import re
 import stat
 import tokenize
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from hp_invariants.model import Edit
 
@@ -67,12 +67,26 @@ def read_source_bytes(path: str, max_size: int | None = None) -> tuple[bytes, os
         if max_size is not None and max_size > 0 and info.st_size > max_size:
             raise FileTooLargeError(path, info.st_size, max_size)
         with open(fd, "rb", closefd=False) as handle:
-            raw = handle.read() if not max_size or max_size <= 0 else handle.read(max_size + 1)
+            raw = handle.read() if not max_size or max_size <= 0 else _read_at_most(handle, max_size + 1)
     finally:
         os.close(fd)
     if max_size is not None and max_size > 0 and len(raw) > max_size:  # grew while being read
         raise FileTooLargeError(path, len(raw), max_size)
     return raw, info
+
+
+def _read_at_most(handle: Any, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``handle``, read in chunks of up to 1 MiB (``read(limit)`` sets aside
+    ``limit`` bytes at once: a generous ``max-file-size``, 30,000 MiB, was a MemoryError)."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = handle.read(min(left, 2**20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def content_digest(raw: bytes) -> bytes:

@@ -172,6 +172,28 @@ def test_file_over_the_size_limit_is_not_read(tree: Path):
     assert big.read_bytes() == before
 
 
+def test_a_huge_size_limit_reads_the_file_without_reserving_the_limit(tree: Path):
+    # a new user's find: read(limit + 1) set the limit aside at once: --max-file-size 30000 was a MemoryError,
+    # 1e20 an OverflowError (internal errors, exit 2)
+    from hp_invariants.source import read_source_bytes
+
+    raw, _ = read_source_bytes(str(tree / "gated.py"), 10**20)
+    assert raw == GATED.encode()
+    code, report, _ = check_json("--max-file-size", "1e14", str(tree))
+    assert code == 1 and report["problems"] == [] and [f["id"] for f in report["findings"]] == ["E9502"]
+
+
+def test_a_time_budget_too_long_to_wait_for_is_no_budget():
+    # a new user's find: a budget of 1e10 s overflowed the watchdog's wait (its thread died with an
+    # OverflowError on every run of the pylint plugin)
+    from hp_invariants.limits import budgeted, time_budget
+
+    assert [budgeted(s) for s in (5, 0.5, 0, -1, None, 1e10, float("inf"), float("nan"))] == \
+        [True, True, False, False, False, False, False, False]
+    with time_budget(1e10) as armed:
+        assert armed is False
+
+
 def test_a_size_limit_under_one_byte_is_a_limit_not_none(tree: Path):
     # rounded down, a limit under one byte was 0, which means "no limit": every file was read
     from hp_invariants.config import mib_to_bytes
