@@ -444,8 +444,9 @@ class UndefinedMethodCall(UndefinedMethodCallDeclaration):
                 found.extend(state.check_class((file_no, qual), class_node))
         found.extend(state.check_annotated(functions))
         found.extend(state.check_wrapped(functions))
+        defs: dict[int, dict[str, ast.AST]] = {}  # the defs of each body, by name: one scan per body, not per finding
         for finding in found:
-            if not _in_uncalled_private(view, file_no, ctx.tree, nodes, finding.obj):
+            if not _in_uncalled_private(view, file_no, ctx.tree, nodes, finding.obj, defs):
                 yield finding
 
     # ------------------------------------------------------------------ history hooks
@@ -466,20 +467,30 @@ its name being read)."""
 
 
 def _in_uncalled_private(view: ClassIndex, file_no: int, tree: ast.Module, nodes: dict[str, ast.ClassDef],
-                         obj: str) -> bool:
+                         obj: str, defs: dict[int, dict[str, ast.AST]] | None = None) -> bool:
     """True when the finding's scope ``obj`` (``Cls._m``, ``_helper.<locals>.f``) lies in a private
     function or method (``_f``, not ``__f__``) that nothing in the project calls
     (:meth:`ClassIndex.private_live`), that is no override of a member of its bases (a framework
     may call that) and has no decorator but :data:`_PASS_THROUGH`: the project's code never runs
     it, so the line is reached by nothing (the panels' false kind: a private helper nothing calls).
-    A public function or method may be called by users: its findings stay."""
+    A public function or method may be called by users: its findings stay. ``defs``: each body's
+    defs by name (``id(body)`` -> name -> first def), filled on first use and shared by the findings of
+    one file (a scan per finding made a file with thousands of findings quadratic)."""
     parts = obj.split(".")
     for k, name in enumerate(parts):
         owner = ".".join(parts[:k])
         if k and owner not in nodes:
             return False  # inside a function: the scope that decides was met before
         body = nodes[owner].body if k else tree.body
-        func = next((s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name), None)
+        by_name = None if defs is None else defs.get(id(body))
+        if by_name is None:  # the first def of each name, as a scan of the body finds it
+            by_name = {}
+            for stmt in body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    by_name.setdefault(stmt.name, stmt)
+            if defs is not None:
+                defs[id(body)] = by_name
+        func = by_name.get(name)
         if func is None:
             continue  # a class: look in it
         if not name.startswith("_") or _dunder(name):
