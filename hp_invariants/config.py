@@ -223,8 +223,10 @@ def check_number(value: Any, key: str, where: str) -> float:
 def mib_to_bytes(mib: float) -> int:
     """The byte count of a ``max-file-size`` of ``mib`` MiB (a finite number >= 0), rounded up: 0
     stays 0 (no limit) and any positive size is a limit of at least one byte (rounding down made a
-    size under one byte, ``1e-7``, no limit at all)."""
-    return math.ceil(mib * 2**20)
+    size under one byte, ``1e-7``, no limit at all). A size too large to count in bytes (``1e308``
+    MiB) is no limit either."""
+    size = mib * 2**20
+    return 0 if size == math.inf else math.ceil(size)
 
 
 def is_list_option(option: Option) -> bool:

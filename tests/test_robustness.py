@@ -199,6 +199,7 @@ def test_a_size_limit_under_one_byte_is_a_limit_not_none(tree: Path):
     from hp_invariants.config import mib_to_bytes
 
     assert (mib_to_bytes(0), mib_to_bytes(1e-7), mib_to_bytes(1)) == (0, 1, 2**20)
+    assert mib_to_bytes(1e308) == 0  # infinite once in bytes: no limit (was an OverflowError, an internal error)
     files = sorted(str(p) for p in tree.rglob("*.py"))
     for args in (["--max-file-size", "0.0000001"], []):
         if not args:

@@ -467,7 +467,7 @@ its name being read)."""
 
 
 def _in_uncalled_private(view: ClassIndex, file_no: int, tree: ast.Module, nodes: dict[str, ast.ClassDef],
-                         obj: str, defs: dict[int, dict[str, ast.AST]] | None = None) -> bool:
+                         obj: str, defs: dict[int, dict[str, ast.AST]]) -> bool:
     """True when the finding's scope ``obj`` (``Cls._m``, ``_helper.<locals>.f``) lies in a private
     function or method (``_f``, not ``__f__``) that nothing in the project calls
     (:meth:`ClassIndex.private_live`), that is no override of a member of its bases (a framework
@@ -482,14 +482,12 @@ def _in_uncalled_private(view: ClassIndex, file_no: int, tree: ast.Module, nodes
         if k and owner not in nodes:
             return False  # inside a function: the scope that decides was met before
         body = nodes[owner].body if k else tree.body
-        by_name = None if defs is None else defs.get(id(body))
+        by_name = defs.get(id(body))
         if by_name is None:  # the first def of each name, as a scan of the body finds it
-            by_name = {}
+            by_name = defs[id(body)] = {}
             for stmt in body:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     by_name.setdefault(stmt.name, stmt)
-            if defs is not None:
-                defs[id(body)] = by_name
         func = by_name.get(name)
         if func is None:
             continue  # a class: look in it
