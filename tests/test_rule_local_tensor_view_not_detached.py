@@ -349,7 +349,7 @@ def test_int_index_needs_tensor_evidence():
         p._local_tensor = items[0]
         p._local_tensor = q._local_tensor[0]
         p._local_tensor = t.t()[0]
-        p._local_tensor = torch.ones(3, 3)[0]
+        p._local_tensor = torch.flatten(t)[0]
         p._local_tensor = t[0, 1]
     """)
     assert positions(found) == [(5, 23), (6, 23), (7, 23)]
@@ -562,7 +562,8 @@ def test_a_view_returned_by_a_helper_of_another_module(tmp_path, monkeypatch):
 
 def test_pytorch_dtensor_spellings_prove_the_wrapper_holds_the_leaf():
     """The isinstance proof of PyTorch's DTensor: a module attribute chain, the private module, an
-    alias; a fresh base. Anything else (a DTensor of another package) keeps the finding."""
+    alias; a fresh base (held by a name: a view of an unheld temporary is clean on any class, see
+    test_a_view_of_an_unheld_temporary). Anything else (a DTensor of another package) keeps the finding."""
     found = check("""
     import torch
     import torch.distributed.tensor as dt
@@ -571,17 +572,37 @@ def test_pytorch_dtensor_spellings_prove_the_wrapper_holds_the_leaf():
 
 
     def a(p, n):
+        base = torch.zeros(n)
         if isinstance(p, dt.DTensor):
-            p._local_tensor = torch.zeros(n)[:n]
+            p._local_tensor = base[:n]
 
 
     def b(p, n):
         assert isinstance(p, TorchDTensor)
-        p._local_tensor = torch.ones(n).new_zeros(n).view(-1)
+        base = torch.ones(n).new_zeros(n)
+        p._local_tensor = base.view(-1)
 
 
     def c(p, n):
         assert isinstance(p, DTensor)
-        p._local_tensor = torch.zeros(n)[:n]
+        base = torch.zeros(n)
+        p._local_tensor = base[:n]
     """)
-    assert [f.line for f in found] == [20]
+    assert [f.line for f in found] == [23]
+
+
+def test_a_view_of_an_unheld_temporary():
+    """A view of ``t.detach()``/``t.data``/a fresh allocation written in the store itself is clean (no
+    code can write its base in place); a name holding the base or the view keeps the finding."""
+    found = check("""
+    import torch
+    def f(p, t, n):
+        p._local_tensor = t.detach()[:n]
+        p._local_tensor = t.data.view(-1)
+        alias = t.detach()
+        p._local_tensor = alias[:n]
+        view = t.data[:n]
+        p._local_tensor = view
+        p._local_tensor = t.float().narrow(0, 0, n)
+    """)
+    assert positions(found) == [(7, 23), (9, 5), (10, 23)]

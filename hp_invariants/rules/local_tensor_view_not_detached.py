@@ -28,8 +28,19 @@ return `self` when there is nothing to do: `.contiguous() .to() .float() .half()
 `.copy_()`. When `.to()`/`.float()` does convert, the result is a copy and the message is
 pessimistic, but the `.detach()` fix is then a no-op for autograd; we prefer it to missing the
 no-conversion case, which is the common one (`t.narrow(...).to(t.dtype)`). Not treated as views:
-`.reshape()`/`.flatten()` (a view only sometimes) and ops outside the list above. A view made of a
-view is still a view, so `t.detach().view(-1)` is flagged.
+`.reshape()`/`.flatten()` (a view only sometimes) and ops outside the list above.
+
+**A view of a temporary only the store holds** is not reported: `p._local_tensor = t.detach().view(-1)`,
+`t.data[0:n]`, `t.new_zeros(m).narrow(...)`, `torch.zeros(m)[:n]`, a `clone()` under no_grad, written
+in the store's own expression (a single-target assignment or `setattr`). Its base is a new tensor object
+(an alias of `t`'s storage with autograd state of its own, or a fresh allocation) that no name holds and
+that does not require grad: an in-place write of `t` goes through `t`'s autograd state, not the
+alias's, so nothing can ever write the view's base, its `is_leaf` stays True, and `.detach()` would change
+nothing (the smoke test checks both on torch). Near misses stay flagged (`temporary_base`): a name holding
+the base (`alias = t.detach()` then `alias.narrow(...)`: the code may write `alias`), a base that may
+require grad (`clone()` in grad mode, `requires_grad=True`), a pass-through call that may return `t`
+itself (`t.contiguous().narrow(...)`), or a name holding the view or another view of the same base (a
+local, `:=`, an unpacked `chunk`, a second store target).
 
 The value may reach the store through local variables of the same function. The analysis follows
 statements in source order with branches joined (`if`/`else`, loops, `try`): a reassignment of the
@@ -302,6 +313,10 @@ class _Origin:
     # of the project, not looked into yet (``op``: its name).
     fresh: bool = False
     via: str = ""
+    # ``temp``: a view whose base is a temporary no name holds and that never requires grad (``t.detach()``,
+    # ``t.data``, a factory call, a ``clone`` under no_grad, written in the view's own expression): no
+    # in-place write can reach that base (see :meth:`_Walker.temporary`)
+    temp: bool = False
 
 
 _EMPTY: frozenset = frozenset()
@@ -397,6 +412,9 @@ class LocalTensorViewNotDetached(LocalTensorViewNotDetachedDeclaration):
         origins.sort(key=lambda o: (o.anchor.lineno, o.anchor.col_offset, o.kind, o.var, o.op, o.nograd, o.fresh, o.via))
         if all(o.kind == "view" and o.fresh for o in origins) and _proven_torch_dtensor(ctx, sink):
             return None  # the wrapper holds the leaf state and the base never required grad
+        if all(o.kind == "view" and o.temp and not o.via and o in sink.inline for o in origins) \
+                and not sink.carried and _sole_holder(sink):
+            return None  # a view of a temporary only the store holds: nothing can write its base in place
         inline = [o for o in origins if o in sink.inline]
         location = inline[0].anchor if inline and len(inline) == len(origins) and inline[0].kind == "view" else sink.node
         nograd = [o.nograd for o in origins]
@@ -1099,9 +1117,11 @@ class _Walker:
         inner = sorted((o for o in receiver.inline if o.kind == "view"),
                        key=lambda o: (o.anchor.lineno, o.anchor.col_offset))
         if inner:
-            return _Value(inline=frozenset({_Origin("view", inner[0].op, node, inner[0].nograd, fresh=inner[0].fresh)}))
+            return _Value(inline=frozenset({_Origin("view", inner[0].op, node, inner[0].nograd, fresh=inner[0].fresh,
+                                                    temp=inner[0].temp)}))
         fresh = base is not None and self.fresh(base, nograd)
-        return _Value(inline=frozenset({_Origin("view", op, node, nograd, fresh=fresh)}))
+        temp = base is not None and self.temporary(base, nograd)
+        return _Value(inline=frozenset({_Origin("view", op, node, nograd, fresh=fresh, temp=temp)}))
 
     @staticmethod
     def passthrough(node: ast.AST, receiver: _Value) -> _Value:
@@ -1112,6 +1132,26 @@ class _Walker:
         return _Value(inline=inline, carried=receiver.carried)
 
     # ------------------------------------------------------------------ fresh bases
+    def temporary(self, expr: ast.AST, nograd: bool, depth: int = 0) -> bool:
+        """True when ``expr``, the base of a view made of it, is a new tensor object that no name holds
+        and that does not require grad: ``x.detach()`` and ``x.data`` (aliases of ``x``'s storage with
+        autograd state of their own), a torch factory or ``x.new_*`` call without ``requires_grad=``, a
+        ``clone()`` in no-grad mode, and pass-through calls of one. Writes to ``x`` in place go through
+        ``x``'s autograd state, not the alias's, so they never reach the view (checked at run time in
+        ``tests/smoke/test_e9501_local_tensor_view.py``). A name is never one (the code may write it)."""
+        if depth > 6:
+            return False
+        if isinstance(expr, ast.Attribute):
+            return expr.attr in CLEAN_ATTRS  # x.data
+        if not isinstance(expr, ast.Call) or isinstance(expr.func, ast.Name):
+            return False
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr == "detach" and not expr.args and not expr.keywords:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr in PASS_METHODS:
+            return self.temporary(func.value, nograd, depth + 1)  # may return its receiver
+        return self.fresh(expr, nograd)  # a factory call or a no-grad clone (not through a name: a call)
+
     def fresh(self, expr: ast.AST, nograd: bool, depth: int = 0) -> bool:
         """True when ``expr`` is certainly a fresh allocation that does not require grad: a torch
         factory (``torch.empty/zeros/ones/full/...``, ``*_like``), ``x.new_empty/new_zeros/...``
@@ -1267,6 +1307,28 @@ def _export(origins: Iterable[_Origin], anchor: ast.AST, nograd: bool, via: str 
             if exported is not None:
                 out.add(exported)
     return frozenset(out)
+
+
+def _sole_holder(sink: _Sink) -> bool:
+    """True when the store ``sink`` is the only place its value goes: a single-target assignment of an
+    attribute (``p._local_tensor = v``, annotated or not) or a ``setattr`` call, with no ``:=`` in the
+    value (a name bound to the view could make another view of its base and write that in place)."""
+    node = sink.node
+    if isinstance(node, ast.Assign):
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Attribute):
+            return False
+        value = node.value
+    elif isinstance(node, ast.AnnAssign):
+        if not isinstance(node.target, ast.Attribute) or node.value is None:
+            return False
+        value = node.value
+    elif isinstance(node, ast.Call):
+        value = node.args[2] if len(node.args) == 3 else None
+        if value is None:
+            return False
+    else:
+        return False
+    return not any(isinstance(n, ast.NamedExpr) for n in ast.walk(value))
 
 
 def _has_ext(origins: Iterable[_Origin]) -> bool:

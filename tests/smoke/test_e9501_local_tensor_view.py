@@ -10,6 +10,8 @@ fails its optimizer-construction check as E9501 and the fixed one passes it.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from smoke_support import TORCH_MISSING, load_module, make_rule_pair
@@ -98,3 +100,35 @@ def test_harness_reports_e9501_and_passes_the_fix(pair, device):
                                   timeout=120, static_check=False)
     (result,) = fixed.results
     assert result.status == "PASS" and "optimizer construction" in result.reason, fixed.render()
+
+
+def _grad_mode_write(tensor, device):
+    """Write ``tensor`` in place in grad mode with a value that requires grad (a weight load or an
+    upcast of loaded weights): ``tensor`` now requires grad."""
+    tensor.mul_(torch.ones(tensor.shape, device=device, requires_grad=True))
+
+
+@pytest.mark.parametrize("no_grad", [True, False], ids=["no_grad", "grad_mode"])
+def test_a_view_of_a_temporary_stays_a_leaf_when_the_named_tensor_is_written(device, no_grad):
+    """Why temporary_base_ok is clean: a view of ``t.detach()``, ``t.data`` or a fresh allocation
+    that only the view holds stays a leaf whatever is written into ``t`` in place (the write goes
+    through ``t``'s autograd state, not the alias's); the near miss, a view of ``t`` itself, is the
+    seed's failure: its ``is_leaf`` raises (made under no_grad) or turns False (made in grad mode)."""
+    makers = {"detach": lambda t: t.detach().narrow(0, 0, 2), "data": lambda t: t.data[0:2],
+              "new_zeros": lambda t: t.new_zeros(4).narrow(0, 0, 2)}
+    for name, make in makers.items():
+        base = torch.zeros(4, device=device)
+        with torch.no_grad() if no_grad else contextlib.nullcontext():
+            local = make(base)
+        assert local._is_view(), name
+        _grad_mode_write(base, device)
+        assert base.requires_grad and local.is_leaf and not local.requires_grad, name
+    base = torch.zeros(4, device=device)
+    with torch.no_grad() if no_grad else contextlib.nullcontext():
+        local = base.narrow(0, 0, 2)
+    _grad_mode_write(base, device)
+    if no_grad:
+        with pytest.raises(RuntimeError, match=SEED_ERROR):
+            local.is_leaf  # noqa: B018 - reading it is what raises
+    else:
+        assert not local.is_leaf
