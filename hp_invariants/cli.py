@@ -27,8 +27,12 @@ def _codes(values: Sequence[str] | None) -> list[str]:
 
 
 def _non_negative_int(text: str) -> int:
-    """argparse type for ``-j``: an integer >= 0 (0 means one worker per core)."""
-    value = int(text)
+    """argparse type for ``-j``: an integer >= 0 (0 means one worker per core); raises
+    ``argparse.ArgumentTypeError`` (argparse's message names the option and the reason) otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 (one per core) or a positive number, got {value}")
     return value

@@ -391,6 +391,8 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
     path = pyproject or root / "pyproject.toml"
     if not path.is_file():
         if pyproject is not None:  # named explicitly (--config): its absence is an error
+            if path.is_dir():
+                raise ConfigError(f"{path}: is a folder; name its pyproject.toml (--config FILE)")
             raise ConfigError(f"{path}: configuration file not found")
         return config
     data = read_toml(path)

@@ -949,6 +949,18 @@ def test_explicit_config_that_does_not_exist(tree: Path):
     assert code == 2 and "nope.toml: configuration file not found" in err
 
 
+def test_explicit_config_that_is_a_folder_says_so(tree: Path):
+    # a new user's find: `--config .` (the project folder) said "configuration file not found"
+    code, _, err = run_cli("check", "--config", str(tree), str(tree))
+    assert code == 2 and f"{tree}: is a folder; name its pyproject.toml" in err and "Traceback" not in err
+
+
+def test_jobs_that_is_not_a_number_names_the_problem(tree: Path):
+    # a new user's find: `-j abc` said "invalid _non_negative_int value" (the function's name)
+    code, _, err = run_cli("check", "-j", "abc", str(tree))
+    assert code == 2 and "argument -j/--jobs: not a whole number: 'abc'" in err and "_non_negative" not in err
+
+
 def test_explicit_config_without_our_table_says_so(tree: Path):
     # a new user's find: `--config` naming a file with only other tools' settings ran on the defaults, silently
     other = tree / "other.toml"
