@@ -487,10 +487,11 @@ class Overrides:
         import copy
 
         out = copy.copy(config)
-        if self.select is not None:
+        if self.select is not None:  # the command line's selection wins over the file's (as ruff's):
             out.select = validate_codes(list(self.select), rules, "--select")
+            out.ignore = []  # `--select E9503` runs E9503 where the file ignores it (per-file-ignores stay)
         if self.ignore:
-            out.ignore = list(config.ignore) + validate_codes(list(self.ignore), rules, "--ignore")
+            out.ignore = list(out.ignore) + validate_codes(list(self.ignore), rules, "--ignore")
         if self.force_exclude is not None:
             out.force_exclude = self.force_exclude
         if self.report_unused_suppressions is not None:

@@ -176,6 +176,19 @@ def test_select_and_ignore(project: Path):
     assert run_cli("check", "--select", "E95", str(project))[0] == 1
 
 
+def test_command_line_select_wins_over_the_configured_ignore(project: Path):
+    # a new user's find: `--select E9502` in a project whose pyproject ignores E9502 ran nothing (ruff
+    # runs it); per-file-ignores still apply and `--ignore` on the command line still removes it
+    (project / "pyproject.toml").write_text('[tool.hp-invariants]\nignore = ["E9502"]\n')
+    assert run_cli("check", "--no-cache", str(project))[0] == 0
+    code, out, _ = run_cli("check", "--no-cache", "--select", "E9502", str(project))
+    assert code == 1 and "E9502" in out
+    assert run_cli("check", "--no-cache", "--select", "E9502", "--ignore", "E9502", str(project))[0] == 0
+    (project / "pyproject.toml").write_text('[tool.hp-invariants]\nignore = ["E9502"]\n'
+                                            'per-file-ignores = { "gated.py" = ["E9502"] }\n')
+    assert run_cli("check", "--no-cache", "--select", "E9502", str(project / "gated.py"))[0] == 0
+
+
 def test_parallel_output_is_deterministic(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("")
     for i in range(12):
