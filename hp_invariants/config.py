@@ -12,8 +12,10 @@ Keys (kebab-case, as ruff and pylint spell them):
 
 * ``select`` / ``ignore``: rule ids or symbols (``E9501`` or ``local-tensor-view-not-detached``);
   a prefix such as ``E95`` selects every id starting with it;
-* ``exclude``: gitignore-style patterns of paths not to walk into;
-* ``per-file-ignores``: a table ``"glob" = ["E9503", ...]``;
+* ``exclude``: gitignore-style patterns of paths not to walk into (git's rules, ``!`` included: see
+  :func:`_exclude_matcher`);
+* ``per-file-ignores``: a table ``"glob" = ["E9503", ...]`` (a gitignore-style pattern, or an
+  ``fnmatch`` one whose ``*`` crosses ``/`` as in ruff's);
 * ``force-exclude``: apply ``exclude`` to paths named on the command line too (what the
   pre-commit hooks pass), as ruff's ``--force-exclude`` does;
 * ``report-unused-suppressions``: report ``# pylint: disable``/``# noqa`` comments for our rules
@@ -309,7 +311,7 @@ class Config:
         """
         rel = _relative(path, self.root)
         skip = 0 if given is None else _given_skip(self.root, os.path.abspath(given))
-        return _exclude_matcher(tuple(self.exclude))(rel, skip)
+        return _exclude_matcher(tuple(self.exclude))(rel, skip, lambda: os.path.isdir(path))
 
 
 def _matches_any(rule: Rule, codes: Iterable[str]) -> bool:
@@ -328,19 +330,67 @@ def _given_skip(root: Path, given: str) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[[str, int], bool]:
-    """``(rel, skip) -> bool``: :func:`_glob_match` of ``rel`` against any of ``patterns``, with the
-    patterns without ``/`` (matched per path component) joined into one regular expression."""
-    simple = [p.rstrip("/") for p in patterns if "/" not in p.rstrip("/")]
-    nested = [p for p in patterns if "/" in p.rstrip("/")]
-    one = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in simple)).match if simple else None
+def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[..., bool]:
+    """``(rel, skip, is_folder=None) -> bool``: is the root-relative path ``rel`` excluded by the
+    gitignore-style ``patterns``, the first ``skip`` components (the folder given on the command line
+    and its parents) never matching; ``is_folder()`` tells whether ``rel`` itself is a folder (asked
+    only when a pattern for folders only matches it; ``None``: taken as one). Raises ``ValueError`` for
+    a pattern gitignore cannot read.
 
-    def match(rel: str, skip: int) -> bool:
-        if one is not None and any(one(part) for part in rel.split("/")[skip:]):
-            return True
-        return any(_glob_match(rel, pattern, skip) for pattern in nested)
+    gitignore's rules (git's documentation): a pattern without a ``/`` but a trailing one matches a
+    component at any depth, one with a ``/`` is relative to the configuration's folder (a leading
+    ``./`` or ``/`` changes nothing), ``*`` and ``?`` do not cross ``/``, ``**/`` is any number of
+    folders (none too), a trailing ``/`` matches folders only, ``!`` re-includes what an earlier pattern
+    excluded (not inside an excluded folder) and the last matching pattern decides. Bare names (the
+    defaults) are matched per component by one regular expression; any other pattern is read by
+    pathspec's gitignore patterns, imported only then."""
+    patterns = tuple(_plain_pattern(p) for p in patterns)
+    patterns = tuple(p for p in patterns if p)
+    if not any(_needs_gitignore(p) for p in patterns):
+        one = re.compile("|".join(f"(?:{fnmatch.translate(p.rstrip('/'))})" for p in patterns)).match \
+            if patterns else None
+        return lambda rel, skip, is_folder=None: one is not None and any(one(part) for part in rel.split("/")[skip:])
+    from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern  # noqa: PLC0415 - see above
+
+    rules: list[tuple[Callable[[str], Any], bool, bool]] = []
+    for pattern in patterns:
+        regex, include = GitIgnoreBasicPattern.pattern_to_regex(pattern)
+        if regex is not None:  # a comment or a blank
+            rules.append((re.compile(regex).fullmatch, bool(include), pattern.endswith("/")))
+    negates = any(not include for _, include, _ in rules)
+
+    def match(rel: str, skip: int, is_folder: Callable[[], bool] | None = None) -> bool:
+        parts = rel.split("/")
+        last = len(parts)
+        for i in range(max(skip, 0) + 1, last + 1):  # each folder above, then the path itself
+            prefix = "/".join(parts[:i])
+            decision = None
+            for full, include, folders_only in rules:
+                if full(prefix + "/" if folders_only else prefix) and not (
+                        folders_only and i == last and is_folder is not None and not is_folder()):
+                    if not negates:
+                        return True
+                    decision = include
+            if decision:
+                return True  # an excluded folder: nothing below it is re-included (as in git)
+        return False
 
     return match
+
+
+def _plain_pattern(pattern: str) -> str:
+    """``pattern`` without surrounding blanks and leading ``./`` (relative to the configuration's folder
+    either way)."""
+    pattern = pattern.strip()
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    return pattern
+
+
+def _needs_gitignore(pattern: str) -> bool:
+    """False for a bare name (``build``, ``*.pyc``), which fnmatch matches per component
+    exactly as gitignore does; True for anything gitignore reads differently."""
+    return "/" in pattern or pattern.startswith(("!", "#")) or "\\" in pattern or "**" in pattern
 
 
 def _relative(path: str, root: Path) -> str:
@@ -355,18 +405,21 @@ def _relative(path: str, root: Path) -> str:
 
 
 def _glob_match(rel: str, pattern: str, skip: int = 0) -> bool:
-    """gitignore-style match of a root-relative path.
+    """gitignore-style match of a root-relative path against one pattern (see :func:`_exclude_matcher`)."""
+    try:
+        return _exclude_matcher((pattern,))(rel, skip)
+    except ValueError:  # validated when the configuration is read: only a pattern made elsewhere
+        return False
 
-    A pattern without ``/`` matches any path component; one with ``/`` matches the path or a
-    folder above it. The first ``skip`` components (the folder given on the command line) never
-    match.
-    """
-    pattern = pattern.rstrip("/")
-    parts = rel.split("/")
-    if "/" not in pattern:
-        return any(fnmatch.fnmatchcase(part, pattern) for part in parts[skip:])
-    pattern = pattern.lstrip("/")
-    return any(fnmatch.fnmatchcase("/".join(parts[:i]), pattern) for i in range(max(skip, 0) + 1, len(parts) + 1))
+
+def _check_patterns(patterns: list[str], key: str, where: str) -> list[str]:
+    """``patterns`` when gitignore can read each of them; raises :class:`ConfigError` naming the key."""
+    for pattern in patterns:
+        try:
+            _exclude_matcher((pattern,))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: '{key}': not a gitignore-style pattern: {pattern!r} ({exc})") from None
+    return patterns
 
 
 def validate_codes(codes: Sequence[str], rules: Sequence[Rule], where: str) -> list[str]:
@@ -419,11 +472,12 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
         elif key == "ignore":
             config.ignore = validate_codes(_check_list(value, key, where), rules, f"{where} ignore")
         elif key == "exclude":
-            config.exclude = _check_list(value, key, where)
+            config.exclude = _check_patterns(_check_list(value, key, where), key, where)
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: 'per-file-ignores' must be a table of glob = [codes]")
             for pattern, codes in value.items():
+                _check_patterns([pattern], f"per-file-ignores.{pattern!r}", where)
                 config.per_file_ignores[pattern] = validate_codes(
                     _check_list(codes, f"per-file-ignores.{pattern}", where), rules,
                     f"{where} per-file-ignores.{pattern!r}")
@@ -457,7 +511,7 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
     for name, value in extends.items():
         key = EXTEND + name
         if name == "exclude":
-            config.exclude = list(extended(config.exclude, _check_list(value, key, where)))
+            config.exclude = list(extended(config.exclude, _check_patterns(_check_list(value, key, where), key, where)))
         elif name in options_by_name and is_list_option(options_by_name[name][1]):
             rule, opt = options_by_name[name]
             values = config.options.setdefault(rule.rule_id, {})

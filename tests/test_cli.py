@@ -297,6 +297,57 @@ def test_per_file_ignores_and_exclude(project: Path):
     assert run_cli("check", str(project / "gated.py"))[0] == 1
 
 
+def _gated_tree(root: Path, *rels: str) -> None:
+    for rel in rels:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(GATED)
+
+
+@pytest.mark.parametrize("patterns, excluded, checked", [
+    # `*` does not cross `/`: only src's own files (fnmatch took src/sub/ too)
+    (["src/*.py"], ["src/a.py"], ["src/sub/b.py"]),
+    # `**/` is any number of folders, none too (fnmatch missed tests/a.py)
+    (["tests/**/*.py"], ["tests/a.py", "tests/x/y/b.py"], ["src/a.py"]),
+    # `!` re-includes what an earlier pattern excluded (a literal name before)
+    (["*.py", "!keep.py"], ["src/a.py"], ["src/keep.py"]),
+    # ... but not inside an excluded folder (as git)
+    (["tests/", "!tests/keep.py"], ["tests/keep.py", "tests/a.py"], ["src/a.py"]),
+    # a leading ./ or / is the configuration's folder (./ matched nothing before)
+    (["./src/gen"], ["src/gen/a.py"], ["src/a.py", "lib/src/gen/b.py"]),
+    (["/src/gen"], ["src/gen/a.py"], ["lib/src/gen/b.py"]),
+    # a bare name matches at any depth; a trailing / only folders
+    (["gen"], ["gen/a.py", "src/gen/b.py"], ["src/a.py"]),
+    (["gen.py/"], [], ["src/gen.py"]),
+])
+def test_exclude_patterns_are_gitignore_patterns(tmp_path: Path, patterns, excluded, checked):
+    """The README and the configuration's doc promise gitignore-style patterns; fnmatch read several
+    differently (a new user's find): each case fails before."""
+    (tmp_path / "pyproject.toml").write_text(f"[tool.hp-invariants]\nexclude = {patterns!r}\n".replace("'", '"'))
+    _gated_tree(tmp_path, *excluded, *checked)
+    code, out, err = run_cli("check", "--no-cache", str(tmp_path))
+    reported = {line.split(":")[0] for line in out.splitlines()}
+    assert reported == {str(tmp_path / rel) for rel in checked}, (out, err)
+
+
+def test_per_file_ignores_read_gitignore_double_stars(tmp_path: Path):
+    """``tests/**/*.py`` ignores tests/a.py too (fnmatch needed a folder between); a ``*`` still
+    crosses ``/`` in per-file-ignores, as in ruff's (``tests/*`` covers tests/x/b.py)."""
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent("""\
+        [tool.hp-invariants]
+        per-file-ignores = { "tests/**/*.py" = ["E9502"], "lib/*" = ["E9502"] }
+        """))
+    _gated_tree(tmp_path, "tests/a.py", "tests/x/b.py", "lib/x/c.py", "src/d.py")
+    code, out, _ = run_cli("check", "--no-cache", str(tmp_path))
+    assert {line.split(":")[0] for line in out.splitlines()} == {str(tmp_path / "src/d.py")}
+
+
+def test_exclude_pattern_gitignore_cannot_read_is_a_configuration_error(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text('[tool.hp-invariants]\nextend-exclude = ["gen\\\\"]\n')
+    _gated_tree(tmp_path, "a.py")
+    code, _, err = run_cli("check", "--no-cache", str(tmp_path))
+    assert code == 2 and "'extend-exclude': not a gitignore-style pattern: 'gen\\\\'" in err, err
+
+
 def test_rule_option_from_pyproject(project: Path):
     (project / "pyproject.toml").write_text(
         '[tool.hp-invariants]\nunconditional-calls = ["materialize"]\n')
