@@ -270,6 +270,9 @@ def cmd_fix(args: argparse.Namespace) -> int:
     _write(sys.stdout, output.format_text(remaining, problems) if not args.diff else
            output.format_text([], problems))
     print(fix_summary(fixed, changed_files, remaining, not_written, args.unsafe_fixes, args.diff), file=sys.stderr)
+    if "hp_invariants.store" in sys.modules:
+        for note in sys.modules["hp_invariants.store"].unusable_notes():
+            print(f"hp-invariants: note: {note}", file=sys.stderr)
     if problems:
         return 2
     if remaining or (args.diff and changed_files):
@@ -310,6 +313,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
     folder = resolver.config_for(find_project_root(args.path)).cache_dir or default_cache_dir()
     if args.action == "dir":
         print(folder)
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            print(f"hp-invariants: warning: {folder} is a file: no cache can be kept there", file=sys.stderr)
     else:
         removed = clear_cache_dir(folder)
         print(f"hp-invariants: removed {len(removed)} cache file(s) from {folder}", file=sys.stderr)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -377,6 +378,8 @@ def run_check(session: Session, paths: Iterable[str], jobs: int = 1) -> RunResul
         session.results.save()
     if session.project is not None:
         result.notes.extend(session.project.notes)
+    if "hp_invariants.store" in sys.modules:  # a run that opened the store (never imported: nothing to say)
+        result.notes.extend(sys.modules["hp_invariants.store"].unusable_notes())
     return result
 
 

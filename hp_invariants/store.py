@@ -799,6 +799,7 @@ class Database:
         self._failed = False
         self._snapshots: list[Snapshot] = []
         self._lock = threading.RLock()
+        self._unusable = ""  # why the folder cannot be used, once found (see UNUSABLE)
 
     # ------------------------------------------------------------------ connecting
     def _connection(self, create: bool) -> Any:
@@ -814,6 +815,8 @@ class Database:
         if self._conn is not None and (self._writable or not create):
             return self._conn
         if self._failed:
+            if create and self._unusable:  # each run of a long-lived process says so once
+                UNUSABLE.setdefault(self.folder, self._unusable)
             return None
         if self._conn is not None:  # open read-only: a write cannot be done here
             return None
@@ -832,8 +835,12 @@ class Database:
         if create:
             try:
                 prepare_cache_dir(self.folder)
-            except OSError:
-                return self._open_read_only()
+            except OSError as exc:
+                conn = self._open_read_only()
+                if conn is None:  # nothing can be read or written there: the run says so (unusable_notes)
+                    self._unusable = "a file has that name" if os.path.isfile(self.folder) else exc.strerror or str(exc)
+                    UNUSABLE.setdefault(self.folder, self._unusable)
+                return conn
         try:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         except sqlite3.Error:
@@ -1028,6 +1035,19 @@ class Database:
             pass
         self._conn = None
         self._remove_files()
+
+
+UNUSABLE: dict[str, str] = {}
+"""The cache folders this process could neither create nor read (a file in the way, no permission),
+with the reason: the run goes on without the cache and says so once (:func:`unusable_notes`)."""
+
+
+def unusable_notes() -> list[str]:
+    """The notes a run prints for the cache folders it could not use (each once per process)."""
+    notes = [f"cannot use the cache folder {folder} ({reason}): this run kept nothing; "
+             f"set cache-dir or --cache-dir to a folder it can create" for folder, reason in sorted(UNUSABLE.items())]
+    UNUSABLE.clear()
+    return notes
 
 
 MAX_SNAPSHOTS = 16

@@ -1097,3 +1097,26 @@ def test_checks_leave_no_reference_cycles(tmp_path: Path):
         gc.enable()
     assert ours == []
     assert left < 100  # the standard library's own (ast.dump's recursive helper, for a rare E9504 shape)
+
+
+def test_a_cache_folder_that_is_a_file_is_named_once_by_the_run(tmp_path):
+    """A new user's find: `--cache-dir` naming a file ran without any cache and said nothing, and
+    `cache dir` printed it as a usable folder. The run says so in one note (also with -j 2 and for
+    fix), the findings unchanged; `cache dir` warns."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("")
+    (root / "m.py").write_text("class A:\n    def f(self):\n        return self.g()\n\n\nA().f()\n")
+    blocker = tmp_path / "cachefile"
+    blocker.write_text("")
+    expected = run_cli("check", "--no-cache", str(root))
+    for jobs in ("1", "2"):
+        code, out, err = run_cli("check", "-j", jobs, "--cache-dir", str(blocker), str(root))
+        assert (code, out) == expected[:2]
+        assert err.count(f"note: cannot use the cache folder {blocker} (a file has that name)") == 1, err
+    _, _, err = run_cli("fix", "--diff", "--cache-dir", str(blocker), str(root))
+    assert f"note: cannot use the cache folder {blocker}" in err
+    code, out, err = run_cli("cache", "--cache-dir", str(blocker), "dir")
+    assert code == 0 and out.strip() == str(blocker) and f"{blocker} is a file" in err
+    _, _, err = run_cli("check", "--cache-dir", str(tmp_path / "cache"), str(root))
+    assert "cannot use the cache folder" not in err  # a usable folder: no note (nor one left from before)
