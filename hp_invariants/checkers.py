@@ -21,7 +21,7 @@ from pylint.checkers import BaseRawFileChecker
 from pylint.constants import WarningScope
 from pylint.interfaces import CONTROL_FLOW, HIGH, INFERENCE, UNDEFINED
 
-from hp_invariants.config import EXTEND, ConfigError, Resolver, Settings, extended, is_list_option
+from hp_invariants.config import EXTEND, ConfigError, Resolver, Settings, check_number, extended, is_list_option
 from hp_invariants.engine import Session, default_project
 from hp_invariants.history import plugin as history_plugin
 from hp_invariants.limits import DEFAULT_TIMEOUT
@@ -144,6 +144,8 @@ class HpInvariantsChecker(BaseRawFileChecker):
         for rule_id, values in self._pylint_options().items():
             options.setdefault(rule_id, {}).update(values)
         timeout = getattr(self.linter.config, "hp_invariants_timeout", DEFAULT_TIMEOUT)
+        if timeout != DEFAULT_TIMEOUT:  # -1, inf and nan ran with no budget at all; as the CLI's option
+            check_number(timeout, "hp-invariants-timeout", "pylint option")
         return replace(base, rules=rules, options=options, suppressions=frozenset({"noqa"}), max_file_size=0,
                        timeout_per_file=timeout if timeout != DEFAULT_TIMEOUT else base.timeout_per_file)
 

@@ -73,6 +73,18 @@ def test_an_invalid_configuration_fails_the_run_even_with_only_rule_messages_ena
         assert "pyproject.toml [tool.hp-invariants]" in messages[0]["message"]
 
 
+def test_an_invalid_timeout_option_fails_the_run(tmp_path: Path):
+    """A new user's find: hp-invariants-timeout=-1, inf or nan ran every module with no budget at all;
+    it is a configuration error (F9500), as the CLI's --timeout-per-file and the TOML key are."""
+    (tmp_path / "m.py").write_text(GATED)
+    for value in ("-1", "inf", "nan"):
+        code, messages = _pylint(tmp_path, f"--hp-invariants-timeout={value}", "m.py")
+        assert code & 1 and [m["message-id"] for m in messages] == ["F9500"], value
+        assert "'hp-invariants-timeout' must be a finite number >= 0" in messages[0]["message"]
+    code, messages = _pylint(tmp_path, "--hp-invariants-timeout=30", "m.py")
+    assert [m["message-id"] for m in messages] == ["E9502"]
+
+
 def test_disabled_messages_do_no_work(tmp_path: Path):
     (tmp_path / "m.py").write_text(GATED)
     proc = subprocess.run(
