@@ -336,6 +336,27 @@ def test_since_with_a_baseline_keeps_still_present_accepted_findings_off_the_sta
     assert code == 1 and "stale baseline entry" in err and "pkg/legacy.py" in err
 
 
+def test_a_copy_of_old_code_into_another_file_is_new_to_fix_since_and_to_a_baseline_with_since(repo):
+    """A new user's find, twice: a fingerprint names no file, so a copy of an old violation into
+    another file has the old one's fingerprint. `check --since` reported the copy, but `fix --since`
+    matched it against the revision's findings file by file and fixed nothing ("none left"); and with a
+    baseline accepting the old one, `check --since` filtered after the baseline took the copy for the
+    old instance the baseline had already matched, hiding it."""
+    repo.write("pkg/legacy.py", LEGACY)
+    assert repo.hp("baseline", "--no-cache")[0] == 0
+    base = repo.commit("adopt with a baseline")
+    repo.write("pkg/copy.py", LEGACY)  # the same function, the same code: the same fingerprint
+    code, findings, err = repo.check("--since", base)
+    assert code == 1 and [(f["path"], f["id"]) for f in findings] == [("pkg/copy.py", "E9504")]
+    assert "1 finding(s) introduced, 1 already there" in err and "1 finding(s) accepted, 1 new" in err
+    code, findings, _ = repo.check("--since", base, "--no-baseline")
+    assert [f["path"] for f in findings] == ["pkg/copy.py"]
+    code, _out, err = repo.hp("fix", "--no-cache", "--since", base, "pkg")
+    assert "raise ValueError" not in repo.read("pkg/copy.py"), err
+    assert repo.read("pkg/legacy.py") == LEGACY  # already there at the revision: left alone
+    assert repo.check("--since", base)[:2] == (0, [])
+
+
 def test_since_errors_outside_git_and_for_unknown_rev(tmp_path, monkeypatch, capsys):
     folder = tmp_path / "plain"
     folder.mkdir()

@@ -129,7 +129,8 @@ def filter_new(findings: Sequence[Fingerprinted], baseline: Baseline,
     run (``checked``: the paths checked; ``None``: every entry counts) or its file no longer exists
     (a file that was not part of this run cannot tell).
     """
-    new, _unchanged, left = match(findings, baseline.fingerprints())
+    new, _unchanged, left = match(findings, baseline.fingerprints(), [(e.fingerprint, e.path) for e in baseline.entries],
+                                  lambda finding: _rel(finding.path, baseline.root))
     checked_rel = None if checked is None else {_rel(p, baseline.root) for p in checked}
     stale = []
     for entry in baseline.entries:

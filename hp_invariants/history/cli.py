@@ -25,7 +25,7 @@ import types
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from hp_invariants.model import Finding
 from hp_invariants.api import Rule
@@ -275,17 +275,21 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
             findings += pins.check(pin_list, findings, checked, project_files, read_text_file, str(pins_path))
             findings.sort(key=Finding.sort_key)
         outcome = CheckOutcome(annotate(findings, read_text_file), fail_on_stale=args.fail_on_stale_baseline)
-        # the baseline first, on every finding of the run: an accepted finding is stale only when it
-        # no longer occurs at all, not when --since drops it as already there
+        # the baseline and --since each split every finding of the run (an accepted finding is stale
+        # only when it no longer occurs at all); a finding is reported when both call it new. Both
+        # match in the same order, so of identical findings the same ones are new to both: a copy of an
+        # accepted finding made since REV is reported (filtered one after the other, the second filter
+        # took the copy for the instance the first had already matched)
+        everything = outcome.marked
+        reported = set(range(len(everything)))
         if baseline_path:
             if not baseline_path.exists():
                 raise HistoryError(f"baseline file {baseline_path} not found (write it with `hp-invariants baseline`)")
             accepted = baseline_mod.load(baseline_path, Path(config.root))
-            before = len(outcome.marked)
-            new, stale = baseline_mod.filter_new(outcome.marked, accepted, checked)
-            outcome.marked = [item.marked_new() for item in new]
+            new, stale = baseline_mod.filter_new(everything, accepted, checked)
+            reported &= _positions(everything, new)
             outcome.stale = stale
-            outcome.notes.append(f"baseline {baseline_path}: {before - len(new)} finding(s) accepted, "
+            outcome.notes.append(f"baseline {baseline_path}: {len(everything) - len(new)} finding(s) accepted, "
                                  f"{len(new)} new")
             for entry in stale:
                 outcome.notes.append(f"stale baseline entry (no longer occurs; `hp-invariants baseline` drops it): "
@@ -294,15 +298,23 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
             from hp_invariants.history import since
 
             pins_rel = os.path.relpath(os.path.realpath(pins_path), _repo_root(config)) if pins_path else ""
-            commit, old = since.rev_fingerprints(args.since, args.paths or ["."],
-                                                 _tree_checker(args, session.resolver, pin_list, pins_rel))
-            new, unchanged, _ = match(outcome.marked, old)
-            outcome.marked = [item.marked_new() for item in new]
+            commit, old, places = since.rev_fingerprints(args.since, args.paths or ["."],
+                                                         _tree_checker(args, session.resolver, pin_list, pins_rel))
+            new, unchanged, _ = match(everything, old, places, since.place_of(_repo_root(config)))
+            reported &= _positions(everything, new)
             outcome.notes.append(f"--since {commit.short} '{commit.subject}': {len(new)} finding(s) introduced, "
                                  f"{len(unchanged)} already there (not reported)")
+        if baseline_path or args.since:
+            outcome.marked = [everything[i].marked_new() for i in sorted(reported)]
         return outcome
     except _errors() as exc:
         raise HistoryError(str(exc)) from exc
+
+
+def _positions(items: Sequence[Any], chosen: Iterable[Any]) -> set[int]:
+    """The positions in ``items`` of the objects ``chosen`` (a sub-list of them, by identity)."""
+    ids = {id(item) for item in chosen}
+    return {i for i, item in enumerate(items) if id(item) in ids}
 
 
 def _repo_root(config: Any) -> str:
@@ -578,15 +590,17 @@ def run_command(args: argparse.Namespace, make_session: Callable[[argparse.Names
 
 # ---------------------------------------------------------------------- fix
 class SinceFilter:
-    """Drops findings whose fingerprint was already there at the revision (picklable)."""
+    """Drops the findings of a file that were already there at the revision (picklable): ``old`` maps
+    each file (real path) to the fingerprints of its findings matched to the revision's, by
+    :func:`~hp_invariants.history.fingerprint.match` over the whole run."""
 
-    def __init__(self, old: Counter):
+    def __init__(self, old: dict[str, Counter]):
         self.old = old
 
     def __call__(self, findings: list[Finding], ctx: Any) -> list[Finding]:
         from hp_invariants.history.fingerprint import fingerprint
 
-        left = Counter(self.old)
+        left = Counter(self.old.get(os.path.realpath(ctx.path), ()))
         kept = []
         for finding in findings:
             fp = fingerprint(finding, ctx.source.text)
@@ -651,12 +665,23 @@ def fix_session(args: argparse.Namespace, session: Any) -> FixSession:
     if args.since:
         from hp_invariants.history import since
 
+        from hp_invariants.history.fingerprint import annotate, match
+
         try:
-            commit, old = since.rev_fingerprints(args.since, args.paths or ["."], _tree_checker(args, session.resolver))
+            check_tree = _tree_checker(args, session.resolver)
+            commit, old, places = since.rev_fingerprints(args.since, args.paths or ["."], check_tree)
+            # which of today's findings were already there is decided over the whole run, as `check
+            # --since` does: a fingerprint names no file, so a copy of old code into another file
+            # matched the old finding again in each file and nothing was fixed
+            _new, unchanged, _left = match(annotate(check_tree(".", args.paths or ["."]), read_text_file), old,
+                                           places, since.place_of(_repo_root(config)))
         except _errors() as exc:
             raise HistoryError(str(exc)) from exc
         print(f"hp-invariants: --since {commit.short}: fixing only findings introduced since then", file=sys.stderr)
-        since_filter = SinceFilter(old)
+        old_by_file: dict[str, Counter] = {}
+        for item in unchanged:
+            old_by_file.setdefault(os.path.realpath(item.finding.path), Counter())[item.fingerprint] += 1
+        since_filter = SinceFilter(old_by_file)
         map_rules(session, lambda r: RuleProxy(r, since_filter))
     fix = FixSession(args, config)
     if args.pin and not args.diff:

@@ -119,17 +119,34 @@ def annotate(findings: Sequence[Finding], read_text: Callable[[str], str | None]
     return result
 
 
-def match(current: Iterable[Fingerprinted], known: Iterable[str]) -> tuple[list[Fingerprinted], list[Fingerprinted],
-                                                                          Counter]:
+def match(current: Iterable[Fingerprinted], known: Iterable[str],
+          places: Iterable[tuple[str, str]] = (), place_of: Callable[[Finding], str] | None = None,
+          ) -> tuple[list[Fingerprinted], list[Fingerprinted], Counter]:
     """Split ``current`` (fingerprinted findings) against the fingerprints ``known`` (a multiset).
 
     Returns ``(new, unchanged, left)``: the findings whose fingerprint is not (or no longer often
-    enough) in ``known``, those matched, and what is left of ``known`` unmatched.
+    enough) in ``known``, those matched, and what is left of ``known`` unmatched. ``places``: the
+    ``(fingerprint, place)`` of each known finding (a root-relative path) and ``place_of(finding)`` the
+    place of a current one: a finding is matched first to a known one of the same place, then to any
+    (a fingerprint names no file, so that a moved file keeps its findings): of a violation and its copy
+    into another file, the copy is the new one.
     """
+    current = list(current)
     left = Counter(known)
+    matched: set[int] = set()
+    here = Counter(places)
+    if here and place_of is not None:
+        for i, item in enumerate(current):
+            key = (item.fingerprint, place_of(item.finding))
+            if here[key] > 0 and left[item.fingerprint] > 0:
+                here[key] -= 1
+                left[item.fingerprint] -= 1
+                matched.add(i)
     new, unchanged = [], []
-    for finding in current:
-        if left[finding.fingerprint] > 0:
+    for i, finding in enumerate(current):
+        if i in matched:
+            unchanged.append(finding)
+        elif left[finding.fingerprint] > 0:
             left[finding.fingerprint] -= 1
             unchanged.append(finding)
         else:

@@ -45,9 +45,10 @@ def rev_paths(rev: str, paths: Sequence[str], root: Path) -> list[str]:
     return result
 
 
-def rev_fingerprints(rev: str, paths: Sequence[str], check_tree: CheckTree) -> tuple[git.Commit, Counter]:
-    """Return the commit ``rev`` names and the multiset of fingerprints of the findings in
-    ``paths`` at that commit.
+def rev_fingerprints(rev: str, paths: Sequence[str], check_tree: CheckTree) -> tuple[git.Commit, Counter, Counter]:
+    """Return the commit ``rev`` names, the multiset of fingerprints of the findings in ``paths`` at
+    that commit, and the multiset of their ``(fingerprint, path relative to the repository)`` (what
+    :func:`~hp_invariants.history.fingerprint.match` prefers to match first; see :func:`place_of`).
 
     Raises :class:`hp_invariants.history.git.GitError` outside a repository, for an unknown
     revision or a path outside the repository.
@@ -60,4 +61,13 @@ def rev_fingerprints(rev: str, paths: Sequence[str], check_tree: CheckTree) -> t
         existing = [os.path.join(tmp, rel) for rel in wanted if os.path.exists(os.path.join(tmp, rel))]
         findings = list(check_tree(tmp, existing)) if existing else []
         marked = annotate(findings, read_text_file)
-    return commit, Counter(item.fingerprint for item in marked)
+        places = Counter((item.fingerprint, os.path.relpath(item.finding.path, tmp).replace(os.sep, "/"))
+                         for item in marked)
+    return commit, Counter(item.fingerprint for item in marked), places
+
+
+def place_of(root: str) -> Callable[[Finding], str]:
+    """``place(finding)``: the path of a finding of the working tree relative to the repository
+    ``root``, as :func:`rev_fingerprints` gives those of the revision."""
+    real_root = os.path.realpath(root)
+    return lambda finding: os.path.relpath(os.path.realpath(finding.path), real_root).replace(os.sep, "/")
