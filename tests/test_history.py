@@ -18,6 +18,7 @@ import pytest
 
 from hp_invariants import cli
 from hp_invariants.history import fingerprint as fp_mod
+from hp_invariants.history import plugin as history_plugin
 from hp_invariants.model import Finding
 
 REPO = Path(__file__).resolve().parent.parent
@@ -295,6 +296,21 @@ def test_pylint_plugin_applies_a_baseline(repo):
          "--hp-invariants-baseline=hp-invariants-baseline.json", "pkg"], exit=False)
     out = repo.capsys.readouterr().out
     assert "pkg/new.py" in out and "pkg/legacy.py" not in out
+    # a copy of the accepted finding into another module is new there, as in `check` (the plugin
+    # matched each module against every entry: the copy was hidden); a moved file keeps its entries
+    def plugin_run() -> str:
+        history_plugin._LOADED.clear()
+        Run(["--load-plugins=hp_invariants.checkers", "--disable=all", "--enable=E9504", "--persistent=n",
+             "--hp-invariants-baseline=hp-invariants-baseline.json", "pkg"], exit=False)
+        return repo.capsys.readouterr().out
+
+    repo.write("pkg/new.py", "")
+    repo.write("pkg/copy.py", LEGACY)
+    out = plugin_run()
+    assert "pkg/copy.py" in out and "pkg/legacy.py" not in out
+    (repo.root / "pkg" / "copy.py").unlink()
+    (repo.root / "pkg" / "legacy.py").rename(repo.root / "pkg" / "moved.py")
+    assert "E9504" not in plugin_run()
 
 
 # ---------------------------------------------------------------------- --since

@@ -74,11 +74,11 @@ def entry_for(item: Fingerprinted, source_text: str | None, root: Path) -> Entry
     finding = item.finding
     code = normalize_code(finding_code(finding, source_text)) if source_text else finding.message
     code = code if len(code) <= 200 else code[:197] + "..."
-    return Entry(item.fingerprint, finding.rule_id, finding.symbol, _rel(finding.path, root), finding.obj,
+    return Entry(item.fingerprint, finding.rule_id, finding.symbol, relative_path(finding.path, root), finding.obj,
                  " ".join(code.split()))
 
 
-def _rel(path: str, root: Path) -> str:
+def relative_path(path: str, root: Path) -> str:
     """``path`` relative to ``root`` (posix), or absolute when it lies outside ``root``."""
     rel = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
     if rel.startswith(".."):
@@ -130,8 +130,8 @@ def filter_new(findings: Sequence[Fingerprinted], baseline: Baseline,
     (a file that was not part of this run cannot tell).
     """
     new, _unchanged, left = match(findings, baseline.fingerprints(), [(e.fingerprint, e.path) for e in baseline.entries],
-                                  lambda finding: _rel(finding.path, baseline.root))
-    checked_rel = None if checked is None else {_rel(p, baseline.root) for p in checked}
+                                  lambda finding: relative_path(finding.path, baseline.root))
+    checked_rel = None if checked is None else {relative_path(p, baseline.root) for p in checked}
     stale = []
     for entry in baseline.entries:
         if left[entry.fingerprint] <= 0:

@@ -371,7 +371,7 @@ def cmd_baseline(args: argparse.Namespace, make_session: Callable[[argparse.Name
         new, stale = baseline_mod.filter_new(findings, old, checked)
         new_ids = {id(f) for f in new}
         kept = [entry(f) for f in findings if id(f) not in new_ids]
-        checked_rel = {baseline_mod._rel(p, root) for p in checked}
+        checked_rel = {baseline_mod.relative_path(p, root) for p in checked}
         stale_ids = {id(e) for e in stale}
         matched = Counter(e.fingerprint for e in kept)
         untouched = []

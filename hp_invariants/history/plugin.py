@@ -20,13 +20,15 @@ OPTION: tuple[str, dict[str, Any]] = ("hp-invariants-baseline", {
     "help": "Baseline file written by `hp-invariants baseline`: findings listed there are not reported.",
 })
 
-_LOADED: dict[str, Counter] = {}
+_LOADED: dict[str, Any] = {}
 
 
 def filter_findings(baseline_path: str, source: str | bytes, findings: Sequence[Finding]) -> list[Finding]:
     """Return ``findings`` (of one module, whose text or bytes are ``source``) minus those the baseline
     at ``baseline_path`` accepts; all of them when no baseline is set, or when the baseline cannot
-    be read (said once on stderr: pylint must not crash on every module)."""
+    be read (said once on stderr: pylint must not crash on every module). A module is matched against
+    the entries of its own path and those whose file is gone (moved or renamed): a copy of an accepted
+    finding into another module is new there, as in ``hp-invariants check``."""
     if not baseline_path or not findings:
         return list(findings)
     from hp_invariants.history import baseline
@@ -34,14 +36,20 @@ def filter_findings(baseline_path: str, source: str | bytes, findings: Sequence[
 
     if baseline_path not in _LOADED:
         try:
-            _LOADED[baseline_path] = baseline.load(Path(baseline_path)).fingerprints()
+            _LOADED[baseline_path] = baseline.load(Path(baseline_path))
         except baseline.BaselineError as exc:
             print(f"hp-invariants: {exc}; reporting every finding", file=sys.stderr)
-            _LOADED[baseline_path] = Counter()
+            _LOADED[baseline_path] = None
+    accepted = _LOADED[baseline_path]
+    if accepted is None:
+        return list(findings)
     if isinstance(source, bytes):
         from hp_invariants.source import SourceFile
 
         source = SourceFile.from_bytes(findings[0].path, source).text
     text = source
-    new, _unchanged, _left = match(annotate(findings, lambda _path: text), _LOADED[baseline_path])
+    here = baseline.relative_path(findings[0].path, accepted.root)
+    known = Counter(e.fingerprint for e in accepted.entries
+                    if e.path == here or not (accepted.root / e.path).exists())
+    new, _unchanged, _left = match(annotate(findings, lambda _path: text), known)
     return [item.finding for item in new]
