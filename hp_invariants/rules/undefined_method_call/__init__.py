@@ -24,6 +24,11 @@ object's MRO provides it and nothing assigns it:
   under any alias, does); a wrapper re-exported by a project module under another name and
   imported from there is not followed.
 
+Private names are looked up as Python mangles them (`private_name_mangling`): in the body of class
+`Child`, `self.__setup()` reads `_Child__setup`, which only `Child`'s own `__setup` provides (a base's
+`__setup` is stored as `_Base__setup`: the finding names `_Child__setup`, as the AttributeError does),
+and `self._Base__setup()` spelled out reads `Base`'s own `__setup` (`private_name_mangling_ok`).
+
 A function in a class body whose unannotated first parameter is not named `self`/`cls` (without
 `@staticmethod`, called through the class: `Cls.f(x)`) is not a method: its parameter is not the
 instance.
@@ -522,8 +527,7 @@ def _may_report(view: ClassIndex, file_no: int, summary, text: str) -> bool:
         hier = view.hierarchy(key)
         if hier.unknown or hier.dynamic:
             continue
-        members = hier.members
-        if any(name not in members and not _dunder(name) for name in cls.used):
+        if any(not _dunder(name) and not _has_member(view, key, hier, name, key) for name in cls.used):
             return True
         if any(name not in hier.inherited and not _dunder(name) for name in cls.super_used):
             return True
@@ -535,6 +539,40 @@ def _may_report(view: ClassIndex, file_no: int, summary, text: str) -> bool:
 
 def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
+
+
+def _runtime_name(name: str, user: ClassKey) -> str:
+    """``name`` as Python looks it up in the body of class ``user``: a private ``__x`` is ``_User__x``
+    (what the AttributeError names)."""
+    owner = user[1].rsplit(".", 1)[-1].lstrip("_")
+    return f"_{owner}{name}" if owner and name.startswith("__") and not name.endswith("__") else name
+
+
+def _has_member(view: ClassIndex, key: ClassKey, hier: Hierarchy, name: str, user: ClassKey | None) -> bool:
+    """True when the MRO of ``key`` provides attribute ``name`` as written in the body of class ``user``
+    (``None``: outside any class), with Python's private name mangling (the language reference,
+    "Identifiers"): there ``self.__x`` reads ``_User__x`` (the class name without its leading
+    underscores), which only ``user``'s own ``__x`` (or an ``_User__x`` spelled out) provides, not a
+    base's ``__x``; and ``self._Base__x`` spelled out reads ``Base``'s own ``__x``."""
+    if name.startswith("__") and not name.endswith("__") and user is not None:
+        owner = user[1].rsplit(".", 1)[-1].lstrip("_")
+        if not owner:  # a class named only with underscores mangles nothing
+            return name in hier.members
+        if f"_{owner}{name}" in hier.members:
+            return True
+        if user != key and user not in hier.ancestors:
+            return False
+        own = view.summary(user)
+        return own is not None and name in own.members
+    if name in hier.members:
+        return True
+    if name[:1] == "_" and "__" in name[2:]:  # _Base__x: Base's own __x, mangled
+        for k in (key, *hier.ancestors):
+            owner = k[1].rsplit(".", 1)[-1].lstrip("_")
+            summary = view.summary(k) if owner and name.startswith(f"_{owner}__") else None
+            if summary is not None and name[len(owner) + 1:] in summary.members:
+                return True
+    return False
 
 
 def _missing(view: ClassIndex, qualified: str, file_no: int, name: str) -> bool:
@@ -603,11 +641,12 @@ class _State:
             return True
         return "*" not in adds and adds <= self.view.patched_members(self.view.class_name(key))
 
-    def defined(self, key: ClassKey, hier: Hierarchy, name: str) -> bool:
-        """True when an instance of ``key`` may have attribute ``name``: a member of its MRO, a
-        method a device backend installs on ``torch.nn.Module``/``torch.Tensor``, or a store of
-        that name anywhere in the project on a receiver that may be an instance of the class."""
-        if name in hier.members:
+    def defined(self, key: ClassKey, hier: Hierarchy, name: str, user: ClassKey | None = None) -> bool:
+        """True when an instance of ``key`` may have attribute ``name``: a member of its MRO (with
+        Python's private name mangling when the use is in the body of class ``user``, see
+        :func:`_has_member`), a method a device backend installs on ``torch.nn.Module``/``torch.Tensor``,
+        or a store of that name anywhere in the project on a receiver that may be an instance of the class."""
+        if _has_member(self.view, key, hier, name, user):
             return True
         if name in self.backend_names and any(c in BACKEND_TARGETS for c in hier.catalog):
             return True
@@ -789,7 +828,7 @@ class _State:
             value, name = node.value, node.attr
             if value.__class__ is not ast.Name or value.id != receiver or name.startswith("__") and name.endswith("__"):
                 continue
-            if self.defined(key, hier, name) or self.guarded(node, method, receiver, name, scan.guards) \
+            if self.defined(key, hier, name, key) or self.guarded(node, method, receiver, name, scan.guards) \
                     or self.open_class(key, hier) and self.subclass_provides(key, name) \
                     or self.unreachable(node, method, receiver, key, hier, name) or self.type_ignored(node):
                 continue
@@ -980,7 +1019,7 @@ class _State:
                     if not promoted:
                         continue
                 if isinstance(value, ast.Name) and value.id == receiver and ok:
-                    if self.defined(key, hier, name) or self.guarded(anchor, method, receiver, name, scan.guards):
+                    if self.defined(key, hier, name, key) or self.guarded(anchor, method, receiver, name, scan.guards):
                         continue
                     if self.open_class(key, hier) and self.subclass_provides(key, name):
                         continue
@@ -993,7 +1032,7 @@ class _State:
                     built = self.used(key, hier)
                     promoted_reads.update(id(r) for r in promoted)
                     for where in promoted or [func]:
-                        yield self.report(where, simple, name, hier.members,
+                        yield self.report(where, simple, _runtime_name(name, key), hier.members,
                                           Confidence.HIGH if built else Confidence.INFERENCE, fix,
                                           self.evidence(key, built), hier.catalog)
                         failed.add(where)
@@ -1022,7 +1061,7 @@ class _State:
                         continue
                     target = attr_classes[value.attr]
                     target_hier = self.view.hierarchy(target)
-                    if not self.checkable(target, target_hier) or self.defined(target, target_hier, name):
+                    if not self.checkable(target, target_hier) or self.defined(target, target_hier, name, key):
                         continue
                     if self.guarded(anchor, method, f"{receiver}.{value.attr}", name, scan.guards):
                         continue
