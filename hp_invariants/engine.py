@@ -292,7 +292,8 @@ class Session:
             findings = guarded(lambda: self.analyze(source, tree, settings, rules, deferred=deferred),
                                settings.timeout_per_file)
             return settings.key, tuple(r.rule_id for r in rules if r not in deferred), findings
-        except Exception:  # noqa: BLE001 - the check runs the rules again and reports it
+        except (Exception, AnalysisTimeout):  # noqa: BLE001 - the check runs the rules again and reports it
+            # (AnalysisTimeout is a BaseException: out of this file's budget, it stopped the whole build)
             return None
 
     def check_path(self, path: str) -> FileResult:

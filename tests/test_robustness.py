@@ -428,6 +428,25 @@ def test_slow_file_is_skipped_after_the_time_budget(tree: Path, monkeypatch, swa
     assert signal.getitimer(signal.ITIMER_PROF)[0] == 0
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_slow_file_in_the_early_analysis_is_skipped_not_a_crash(tree: Path, monkeypatch, jobs: str):
+    """A new user's find: a file over its budget in a rule the project build runs early (E9501, on the
+    tree the build parsed) raised AnalysisTimeout, a BaseException, out of the whole build: a
+    traceback, exit 1, and the other files' findings lost. It is F0003 for that file (the check runs
+    the rule again under the file's budget), the others are checked."""
+    (tree / "slow.py").write_text(GATED + "\n\ndef bind(p, t):\n    p._local_tensor = t.detach()\n")  # E9501's prefilter
+    e9501 = get_rule("E9501")
+    original = type(e9501).check
+    slow = _slow_on("slow.py")
+    monkeypatch.setattr(type(e9501), "check", lambda rule, ctx: slow(rule, ctx) or original(rule, ctx))
+    start = time.process_time()
+    code, report, _ = check_json("-j", jobs, "--timeout-per-file", "0.3", str(tree))
+    assert time.process_time() - start < 5
+    assert code == 2 and [p["id"] for p in report["problems"]] == ["F0003"]
+    assert report["problems"][0]["path"] == str(tree / "slow.py")
+    assert [(f["path"], f["id"]) for f in report["findings"]] == [(str(tree / "gated.py"), "E9502")]
+
+
 def test_slow_file_in_parallel_workers(tree: Path, monkeypatch):
     (tree / "slow.py").write_text(GATED)
     monkeypatch.setattr(type(E9502), "check", _slow_on("slow.py"))
