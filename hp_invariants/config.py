@@ -340,7 +340,7 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[..., bool]:
     gitignore's rules (git's documentation): a pattern without a ``/`` but a trailing one matches a
     component at any depth, one with a ``/`` is relative to the configuration's folder (a leading
     ``./`` or ``/`` changes nothing), ``*`` and ``?`` do not cross ``/``, ``**/`` is any number of
-    folders (none too), a trailing ``/`` matches folders only, ``!`` re-includes what an earlier pattern
+    folders (none too), ``dir/**`` everything below ``dir``, a trailing ``/`` matches folders only, ``!`` re-includes what an earlier pattern
     excluded (not inside an excluded folder) and the last matching pattern decides. Bare names (the
     defaults) are matched per component by one regular expression; any other pattern is read by
     pathspec's gitignore patterns, imported only then."""
@@ -356,23 +356,34 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[..., bool]:
     for pattern in patterns:
         regex, include = GitIgnoreBasicPattern.pattern_to_regex(pattern)
         if regex is not None:  # a comment or a blank
-            rules.append((re.compile(regex).fullmatch, bool(include), pattern.endswith("/")))
+            rules.append((re.compile(regex).match, bool(include), pattern.endswith("/**")))
     negates = any(not include for _, include, _ in rules)
 
     def match(rel: str, skip: int, is_folder: Callable[[], bool] | None = None) -> bool:
         parts = rel.split("/")
         last = len(parts)
+        start = len("/".join(parts[:skip])) + 1 if skip > 0 else 0  # where component ``i`` begins
         for i in range(max(skip, 0) + 1, last + 1):  # each folder above, then the path itself
-            prefix = "/".join(parts[:i])
+            path = "/".join(parts[:i])
+            folder = i < last or is_folder is None or is_folder()
+            text = path + "/" if folder else path  # a folder: what `dir/` patterns need
             decision = None
-            for full, include, folders_only in rules:
-                if full(prefix + "/" if folders_only else prefix) and not (
-                        folders_only and i == last and is_folder is not None and not is_folder()):
-                    if not negates:
-                        return True
-                    decision = include
+            for regex, include, inside in rules:
+                # pathspec's regexes match the start of a path (a folder above it included): count a
+                # match here only when it is about component i. `dir/**` is everything below dir, not
+                # dir itself (its regex ends at `dir/`): component i must lie below the match
+                found = regex(text)
+                if found is None:
+                    continue
+                end = found.end()
+                if not (start <= end <= len(path) if inside else end > start):
+                    continue
+                if not negates:
+                    return True
+                decision = include
             if decision:
                 return True  # an excluded folder: nothing below it is re-included (as in git)
+            start = len(path) + 1
         return False
 
     return match

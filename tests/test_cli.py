@@ -315,6 +315,10 @@ def _gated_tree(root: Path, *rels: str) -> None:
     # a leading ./ or / is the configuration's folder (./ matched nothing before)
     (["./src/gen"], ["src/gen/a.py"], ["src/a.py", "lib/src/gen/b.py"]),
     (["/src/gen"], ["src/gen/a.py"], ["lib/src/gen/b.py"]),
+    # `dir/**` is everything below dir, at any depth; `!` re-includes below it (a new user's find: the
+    # first matching step took pathspec's `^tests/` for the folder alone, so tests/** excluded nothing)
+    (["tests/**"], ["tests/a.py", "tests/unit/t.py"], ["src/tests/b.py"]),
+    (["tests/**", "!tests/a.py"], ["tests/b.py"], ["tests/a.py"]),
     # a bare name matches at any depth; a trailing / only folders
     (["gen"], ["gen/a.py", "src/gen/b.py"], ["src/a.py"]),
     (["gen.py/"], [], ["src/gen.py"]),
