@@ -410,6 +410,10 @@ def run() -> NoReturn:
     os._exit(code)
 
 
+_NOT_EMPTY = ("--since", "--baseline", "--pins", "--output-file", "--cache-dir", "--config")
+"""Options whose empty value is a usage error (an unset shell variable), not "the default"."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the CLI (:func:`run` for the console script); returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -420,6 +424,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        empty = [name for name in _NOT_EMPTY if getattr(args, name.lstrip("-").replace("-", "_"), None) == ""]
+        if empty:  # `--since "$BASE"` with BASE unset must not mean "every finding" (nor a default file)
+            parser.error(f"argument {empty[0]}: expected a value, got an empty string")
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:

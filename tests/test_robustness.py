@@ -974,6 +974,18 @@ def test_explicit_config_that_is_a_folder_says_so(tree: Path):
     assert code == 2 and f"{tree}: is a folder; name its pyproject.toml" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("args", [["check", "--since", ""], ["fix", "--since", ""], ["check", "--baseline", ""],
+                                  ["check", "--pins", ""], ["check", "--output-file", ""], ["check", "--cache-dir", ""],
+                                  ["check", "--config", ""], ["baseline", "--baseline", ""]])
+def test_an_empty_option_value_is_a_usage_error(tree: Path, args: list[str]):
+    # a new user's find: `fix --since "$BASE"` with BASE unset fixed every finding of the repository;
+    # an empty --baseline, --pins, --output-file or --cache-dir quietly meant the default
+    before = (tree / "gated.py").read_text()
+    code, out, err = run_cli(*args, str(tree))
+    assert code == 2 and f"argument {args[1]}: expected a value, got an empty string" in err and out == ""
+    assert (tree / "gated.py").read_text() == before
+
+
 def test_jobs_that_is_not_a_number_names_the_problem(tree: Path):
     # a new user's find: `-j abc` said "invalid _non_negative_int value" (the function's name)
     code, _, err = run_cli("check", "-j", "abc", str(tree))
