@@ -627,6 +627,8 @@ _APPLICATION_ID = 0x68706976
 """``PRAGMA application_id`` of our databases ("hpiv"): a database without it is not read."""
 
 BUSY_TIMEOUT_S = 5.0
+WAL_SIZE_LIMIT = 4 * 2**20
+"""Bytes the ``-wal`` file keeps after a checkpoint (SQLite's ``journal_size_limit``)."""
 """How long a write waits for another process's write to end before it gives up (costing speed only)."""
 
 _OLD_FILES = ("project-", "results-", "class-index-")
@@ -861,6 +863,9 @@ class Database:
                 conn.close()
                 return None
             conn.execute("PRAGMA synchronous=NORMAL")
+            # a checkpoint truncates the -wal file to this size: without it, it stays as large as the
+            # largest transaction (a cold run's summaries: the database's size again) after every run
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             self._writable = True
             return conn
         except sqlite3.Error as exc:

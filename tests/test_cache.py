@@ -365,6 +365,26 @@ def test_cache_inside_a_repository_ignores_itself(tmp_path):
     assert ".hp-cache" not in status and "pkg/base.py" in status
 
 
+def test_the_wal_file_is_kept_small_after_a_checkpoint(tmp_path):
+    """A new user's find: after every run the -wal file stayed as large as the largest transaction (a
+    cold run's summaries: the database's size again, 17 MB beside 17 MB). The store's connections set
+    SQLite's journal_size_limit, so a checkpoint truncates it."""
+    root = _project(tmp_path)
+    cache = tmp_path / "cache"
+    _check(root, cache)
+    store_module.close_all()  # no snapshot of the run left open: a checkpoint can finish
+    conn = store_module.database(str(cache))._connection(create=True)
+    assert conn.execute("PRAGMA journal_size_limit").fetchone()[0] == store_module.WAL_SIZE_LIMIT
+    conn.execute("CREATE TABLE bulk (data BLOB)")  # a transaction far over the limit, then a checkpoint
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO bulk VALUES (?)", [(os.urandom(4096),) for _ in range(2 * store_module.WAL_SIZE_LIMIT // 4096)])
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    conn.execute("CREATE TABLE tiny (x)")  # the next write starts the log over: truncated to the limit
+    assert os.path.getsize(cache / (store_module.DB_NAME + "-wal")) <= store_module.WAL_SIZE_LIMIT
+    store_module.close_all()
+
+
 def test_write_is_atomic_and_unwritable_folder_only_costs_speed(tmp_path):
     root = _project(tmp_path)
     blocker = tmp_path / "file"
