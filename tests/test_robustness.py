@@ -310,6 +310,21 @@ def test_symlink_loops_do_not_hang_or_crash(tree: Path):
     assert [Path(f["path"]).name for f in report["findings"]] == ["gated.py"]
 
 
+def test_a_symlinked_file_and_a_stub_in_the_walk(tree: Path):
+    """New users' finds: a symlink to a file of the walk was checked (and fixed) twice, and a stub
+    (.pyi), which never runs, was checked: the link is the same file (checked once, under the first
+    path in sorted order); a stub is checked only when named."""
+    (tree / "my dir").mkdir()
+    os.symlink(tree / "gated.py", tree / "my dir" / "link.py")
+    (tree / "stub.pyi").write_text(GATED)
+    code, report, _ = check_json(str(tree))
+    assert code == 1 and [Path(f["path"]).name for f in report["findings"]] == ["gated.py"]
+    code, report, _ = check_json(str(tree / "stub.pyi"))
+    assert code == 1 and [Path(f["path"]).name for f in report["findings"]] == ["stub.pyi"]
+    code, out, err = run_cli("fix", "--no-cache", "--diff", str(tree))
+    assert out.count("+++ ") == 1 and "would fix 1 finding(s) in 1 file(s)" in err
+
+
 def test_folder_named_like_a_python_file(tree: Path):
     pkg = tree / "pkg.py"
     pkg.mkdir()
