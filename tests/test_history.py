@@ -500,6 +500,22 @@ def test_pins_stay_quiet_when_the_repairs_survive_a_refactor(repo):
     assert (code, findings) == (0, [])
 
 
+def test_a_pinned_ungating_repair_is_reverted_only_by_a_condition_about_the_shard_degree(repo):
+    """A new user's find: any condition added around the pinned step was a "reverted fix" ('runs only
+    when 'self.hsdp_params is not None' holds again'), though it holds at world size 1 and never held
+    before. A condition naming the removed gate's word, a degree word or quantity still is (a renamed
+    flag included: the generic rule may not see it)."""
+    shas = incident(repo)
+    assert repo.hp("pin", "--no-cache", shas["hsdp_state.py"])[0] == 0
+    fixed = repo.read("pkg/hsdp_state.py")
+    for condition, reverted in (("self.hsdp_params is not None", False), ("len(self.hsdp_params) > 0", False),
+                                ("self.use_sharding", True), ("dist.get_world_size() > 1", True)):
+        repo.write("pkg/hsdp_state.py", fixed.replace("if not self._reset_sharded_params:",
+                                                      f"if {condition} and not self._reset_sharded_params:"))
+        _code, findings, _ = repo.check()
+        assert ("E9590" in ids(findings)) is reverted, (condition, findings)
+
+
 def test_check_reshapes_the_findings_of_rules_with_the_member_hook():
     # check's restore pass imports the restore machinery only when a finding of a rule with the
     # missing_member hook occurs: E9503 has it, the other bundled rules do not

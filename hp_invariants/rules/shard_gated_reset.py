@@ -2066,6 +2066,33 @@ def _pin_repair(finding, before: ast.Module, after: ast.Module) -> Repair | None
                   _guard_text(calls[0], old_scope, parent_map(old_scope)))
 
 
+_DEGREE_WORDS = ("shard", "world", "fsdp", "degree")
+"""Parts of a name that speak of the shard degree (``use_sharding``, ``get_world_size``, ``fsdp_size``)."""
+_PLAIN_WORDS = frozenset({"is", "has", "use", "should", "enable", "enabled", "self", "cls", "not"})
+
+
+def _about_shard_degree(condition: str, gate: str) -> bool:
+    """True when the condition text ``condition`` may be about the shard degree: a name in it holds
+    a word of the removed ``gate`` (``is_shard``: ``shard``) or of the degree (``shard``, ``world``,
+    ``fsdp``, ``degree``), or is a gate or quantity of the rule's defaults. A condition that names
+    none (``self.params is not None``, ``len(self.params) > 0``) holds at world size 1 as well."""
+    try:
+        tree = ast.parse(condition, mode="eval")
+    except SyntaxError:
+        return True  # cannot tell: as before
+    gate_words = {w for w in re.split(r"[^a-z0-9]+", gate.lower()) if len(w) > 1 and w not in _PLAIN_WORDS}
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name is None:
+            continue
+        lowered = name.lower()
+        dotted = f"{last_name(node.value)}.{name}" if isinstance(node, ast.Attribute) else name  # dp_mesh.size
+        if any(word in lowered for word in (*_DEGREE_WORDS, *gate_words)) or name in DEFAULT_GATES \
+                or any(re.fullmatch(q, name) or re.fullmatch(q, dotted) for q in DEFAULT_QUANTITIES):
+            return True
+    return False
+
+
 def _repair_state(scope: ast.AST, detail: dict) -> RepairState:
     parents = parent_map(scope)
     calls = _step_calls(scope, detail["call"])
@@ -2073,7 +2100,11 @@ def _repair_state(scope: ast.AST, detail: dict) -> RepairState:
         return RepairState(UNKNOWN, scope, f"'{detail['call']}()' is no longer called there")
     allowed = set(detail.get("conditions", ()))
     for call in calls:
-        extra = sorted(_conditions(call, scope, parents) - allowed)
+        # a condition added around the step reverts the repair when it is about the shard degree (the
+        # removed gate, a shard-degree name or quantity): `if self.params is not None:` holds at world
+        # size 1 too, and E9502 itself judges any new gate of another spelling
+        extra = sorted(c for c in _conditions(call, scope, parents) - allowed
+                       if _about_shard_degree(c, str(detail.get("gate", ""))))
         if extra:
             return RepairState(REVERTED, call, f"'{detail['call']}()' runs only when "
                                                f"{' and '.join(repr(e) for e in extra)} holds again in {scope.name}")
