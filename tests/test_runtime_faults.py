@@ -90,6 +90,15 @@ def test_a_script_without_a_process_group_is_reported(tmp_path: Path, marker: st
     assert [r["status"] for r in data["results"]] == ["PASS", "ERROR"]
 
 
+def test_a_script_that_does_not_parse_is_not_checkable(tmp_path: Path, marker: str):
+    # a new user's find: it was a FAIL ("rank 0 raised SyntaxError"), exit 1, as if a check had failed
+    name = script(tmp_path, "broken.py", "import os\ndef f(:\n    pass\n")
+    proc, _ = cli(tmp_path, "--world-sizes", "1", "--", name, marker=marker)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "world size 1: ERROR  rank 0: broken.py does not parse: invalid syntax (line 2); nothing was run" \
+        in proc.stdout, proc.stdout
+
+
 @pytest.mark.parametrize("signum, code, said", [(signal.SIGTERM, 143, "interrupted by signal SIGTERM"),
                                                 (signal.SIGINT, 130, "interrupted (Ctrl-C)")])
 def test_the_launcher_ends_every_rank_when_it_is_signalled(tmp_path: Path, marker: str, signum, code, said):

@@ -292,7 +292,19 @@ def run_script(session: RankSession, script: str, args: list[str]) -> int:
     path = os.path.abspath(script)
     sys.argv = [script, *args]
     sys.path[0] = os.path.dirname(os.path.realpath(path))
-    return session.run(lambda: runpy.run_path(path, run_name="__main__"), path)
+
+    def target() -> None:
+        try:  # a script that does not parse never ran: not checkable (ERROR, exit 2), not a failed check
+            with open(path, "rb") as handle:
+                compile(handle.read(), path, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            raise checks.HarnessAbort(f"{script} does not parse: {exc.msg} (line {exc.lineno}); "
+                                      "nothing was run") from None
+        except OSError:
+            pass  # runpy says what is wrong with the path, as python would
+        runpy.run_path(path, run_name="__main__")
+
+    return session.run(target, path)
 
 
 def run_module(session: RankSession, name: str, args: list[str]) -> int:
