@@ -334,20 +334,20 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[..., bool]:
     """``(rel, skip, is_folder=None) -> bool``: is the root-relative path ``rel`` excluded by the
     gitignore-style ``patterns``, the first ``skip`` components (the folder given on the command line
     and its parents) never matching; ``is_folder()`` tells whether ``rel`` itself is a folder (asked
-    only when a pattern for folders only matches it; ``None``: taken as one). Raises ``ValueError`` for
-    a pattern gitignore cannot read.
+    once, by patterns other than bare names; ``None``: taken as one). Raises ``ValueError`` for a
+    pattern gitignore cannot read.
 
     gitignore's rules (git's documentation): a pattern without a ``/`` but a trailing one matches a
     component at any depth, one with a ``/`` is relative to the configuration's folder (a leading
     ``./`` or ``/`` changes nothing), ``*`` and ``?`` do not cross ``/``, ``**/`` is any number of
-    folders (none too), ``dir/**`` everything below ``dir``, a trailing ``/`` matches folders only, ``!`` re-includes what an earlier pattern
-    excluded (not inside an excluded folder) and the last matching pattern decides. Bare names (the
-    defaults) are matched per component by one regular expression; any other pattern is read by
-    pathspec's gitignore patterns, imported only then."""
+    folders (none too), ``dir/**`` is everything below ``dir``, a trailing ``/`` matches folders only,
+    ``!`` re-includes what an earlier pattern excluded (not inside an excluded folder) and the last
+    matching pattern decides. Bare names (the defaults) are matched per component by one regular
+    expression; any other pattern is read by pathspec's gitignore patterns, imported only then."""
     patterns = tuple(_plain_pattern(p) for p in patterns)
     patterns = tuple(p for p in patterns if p)
     if not any(_needs_gitignore(p) for p in patterns):
-        one = re.compile("|".join(f"(?:{fnmatch.translate(p.rstrip('/'))})" for p in patterns)).match \
+        one = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match \
             if patterns else None
         return lambda rel, skip, is_folder=None: one is not None and any(one(part) for part in rel.split("/")[skip:])
     from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern  # noqa: PLC0415 - see above
@@ -415,10 +415,11 @@ def _relative(path: str, root: Path) -> str:
         return Path(absolute).as_posix()
 
 
-def _glob_match(rel: str, pattern: str, skip: int = 0) -> bool:
-    """gitignore-style match of a root-relative path against one pattern (see :func:`_exclude_matcher`)."""
+def _glob_match(rel: str, pattern: str) -> bool:
+    """gitignore-style match of the root-relative path of a file against one pattern (see
+    :func:`_exclude_matcher`)."""
     try:
-        return _exclude_matcher((pattern,))(rel, skip)
+        return _exclude_matcher((pattern,))(rel, 0, lambda: False)
     except ValueError:  # validated when the configuration is read: only a pattern made elsewhere
         return False
 
