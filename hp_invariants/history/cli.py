@@ -664,7 +664,6 @@ def fix_session(args: argparse.Namespace, session: Any) -> FixSession:
     _wrap_restore(args, session)
     if args.since:
         from hp_invariants.history import since
-
         from hp_invariants.history.fingerprint import annotate, match
 
         try:
