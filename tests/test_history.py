@@ -373,6 +373,29 @@ def test_a_copy_of_old_code_into_another_file_is_new_to_fix_since_and_to_a_basel
     assert repo.check("--since", base)[:2] == (0, [])
 
 
+def test_baseline_keeps_the_entries_a_run_could_not_check(repo):
+    """A new user's find: `baseline` and `check --fail-on-stale-baseline` took every entry of a file over
+    its time or size limit, of a rule not selected, or of a same-code file not named, for "no longer
+    occurring" and dropped it for good (the baseline only shrinks). Only what the run checked (the file,
+    parsed within its limits, and the rule run there) can be stale."""
+    repo.write("pkg/big.py", "".join(LEGACY.replace("wrap_all", f"wrap_{i}") + "\n\n" for i in range(400)))
+    repo.write("pkg/small.py", LEGACY)
+    repo.write("pkg/small2.py", LEGACY)  # the same fingerprint as small.py's
+    assert repo.hp("baseline", "--no-cache")[0] == 0
+    total = len(json.loads(repo.read("hp-invariants-baseline.json"))["findings"])
+    assert total == 402
+    for args in (["--timeout-per-file", "0.0001"], ["--max-file-size", "0.001"], ["--select", "E9503"],
+                 ["pkg/small.py"]):
+        _code, _out, err = repo.hp("baseline", "--no-cache", *args)
+        assert "(0 no longer occurring removed" in err, (args, err)
+        assert len(json.loads(repo.read("hp-invariants-baseline.json"))["findings"]) == total, args
+        _code, _findings, err = repo.check("--fail-on-stale-baseline", *args)
+        assert "stale baseline entry" not in err, (args, err)
+    repo.write("pkg/small2.py", "")  # really gone: stale, and dropped
+    _code, _out, err = repo.hp("baseline", "--no-cache")
+    assert "(1 no longer occurring removed" in err
+
+
 def test_since_errors_outside_git_and_for_unknown_rev(tmp_path, monkeypatch, capsys):
     folder = tmp_path / "plain"
     folder.mkdir()

@@ -22,10 +22,11 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Collection, Mapping, Sequence
 
 from hp_invariants.history import BASELINE_FILE
 from hp_invariants.history.fingerprint import Fingerprinted, finding_code, match, normalize_code
+from hp_invariants.model import Finding
 
 DEFAULT_NAME = BASELINE_FILE
 FORMAT_VERSION = 1
@@ -121,23 +122,51 @@ def dump(baseline: Baseline, path: Path) -> None:
 
 
 def filter_new(findings: Sequence[Fingerprinted], baseline: Baseline,
-               checked: Iterable[str] | None = None) -> tuple[list[Fingerprinted], list[Entry]]:
+               checked: Mapping[str, Collection[str]] | None = None) -> tuple[list[Fingerprinted], list[Entry]]:
     """Split fingerprinted ``findings`` against ``baseline``.
 
     Returns ``(new, stale)``: the findings not accepted by the baseline, and the baseline entries
-    that no longer occur. An unmatched entry counts as stale only when its file was checked in this
-    run (``checked``: the paths checked; ``None``: every entry counts) or its file no longer exists
-    (a file that was not part of this run cannot tell).
+    that no longer occur. An unmatched entry counts as stale only when this run checked its rule in its
+    file (``checked``: each path checked, without a problem, to the ids of the rules run there; a rule
+    id no rule has, a history message's, counts as run; ``None``: every entry counts) or its file no
+    longer exists. A file over its time or size limit, a path not named, a rule not selected: none can
+    tell that a finding is gone.
     """
-    new, _unchanged, left = match(findings, baseline.fingerprints(), [(e.fingerprint, e.path) for e in baseline.entries],
-                                  lambda finding: relative_path(finding.path, baseline.root))
-    checked_rel = None if checked is None else {relative_path(p, baseline.root) for p in checked}
-    stale = []
-    for entry in baseline.entries:
-        if left[entry.fingerprint] <= 0:
-            continue
-        exists = (baseline.root / entry.path).exists()
-        if checked_rel is None or entry.path in checked_rel or not exists:
-            left[entry.fingerprint] -= 1
-            stale.append(entry)
+    def place(finding: Finding) -> str:
+        return relative_path(finding.path, baseline.root)
+
+    new, unchanged, _left = match(findings, baseline.fingerprints(),
+                                  [(e.fingerprint, e.path) for e in baseline.entries], place)
+    checked_rel = None if checked is None else {relative_path(p, baseline.root): set(ids) for p, ids in checked.items()}
+
+    def can_tell(entry: Entry) -> bool:  # this run would have found it, were it still there
+        rules = None if checked_rel is None else checked_rel.get(entry.path)
+        return checked_rel is None or not (baseline.root / entry.path).exists() or rules is not None and (
+            entry.rule in rules or not _is_rule(entry.rule))
+
+    # the entries the unchanged findings took, as match() paired them: one of the same place first, then
+    # any (a moved file's), the ones this run cannot tell about last
+    free: dict[tuple[str, str], list[int]] = {}
+    for i, entry in enumerate(baseline.entries):
+        free.setdefault((entry.fingerprint, entry.path), []).append(i)
+    taken: set[int] = set()
+    later = []
+    for item in unchanged:
+        same = free.get((item.fingerprint, place(item.finding)))
+        if same:
+            taken.add(same.pop(0))
+        else:
+            later.append(item)
+    for item in later:
+        options = [i for i, e in enumerate(baseline.entries) if e.fingerprint == item.fingerprint and i not in taken]
+        if options:
+            taken.add(min(options, key=lambda i: not can_tell(baseline.entries[i])))
+    stale = [e for i, e in enumerate(baseline.entries) if i not in taken and can_tell(e)]
     return new, stale
+
+
+def _is_rule(rule_id: str) -> bool:
+    """True for the id of a registered rule (not a history message such as a pin's E9590)."""
+    from hp_invariants.registry import RULES
+
+    return any(rule.rule_id == rule_id for rule in RULES)

@@ -263,7 +263,7 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
     from hp_invariants.history import pins
     from hp_invariants.history.fingerprint import annotate, match, read_text_file
     try:
-        checked = [r.path for r in result.files]
+        checked = _checked_rules(session, result)
         findings = list(result.findings)
         if args.pins and not pins_path.exists():  # named on the command line: a typo must not check nothing
             raise HistoryError(f"pins file {pins_path} not found (write it with `hp-invariants pin COMMIT`)")
@@ -272,7 +272,8 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
             def project_files() -> list[str]:
                 return session.discover([str(config.root)])[0]
 
-            findings += pins.check(pin_list, findings, checked, project_files, read_text_file, str(pins_path))
+            findings += pins.check(pin_list, findings, [r.path for r in result.files], project_files, read_text_file,
+                                   str(pins_path))
             findings.sort(key=Finding.sort_key)
         outcome = CheckOutcome(annotate(findings, read_text_file), fail_on_stale=args.fail_on_stale_baseline)
         # the baseline and --since each split every finding of the run (an accepted finding is stale
@@ -309,6 +310,13 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
         return outcome
     except _errors() as exc:
         raise HistoryError(str(exc)) from exc
+
+
+def _checked_rules(session: Any, result: Any) -> dict[str, frozenset[str]]:
+    """Each file ``result`` checked without a problem (not over its time or size limit, parsed) to the ids
+    of the rules its settings ran: what a baseline entry may be found stale against."""
+    return {r.path: frozenset(rule.rule_id for rule in session.settings_for(r.path).rules)
+            for r in result.files if not r.problems}
 
 
 def _positions(items: Sequence[Any], chosen: Iterable[Any]) -> set[int]:
@@ -367,19 +375,19 @@ def cmd_baseline(args: argparse.Namespace, make_session: Callable[[argparse.Name
     if old is None:
         entries, added, dropped, skipped = [entry(f) for f in findings], len(findings), 0, 0
     else:
-        checked = [r.path for r in result.files]
+        checked = _checked_rules(session, result)
         new, stale = baseline_mod.filter_new(findings, old, checked)
         new_ids = {id(f) for f in new}
         kept = [entry(f) for f in findings if id(f) not in new_ids]
-        checked_rel = {baseline_mod.relative_path(p, root) for p in checked}
+        checked_rel = {baseline_mod.relative_path(p, root): ids for p, ids in checked.items()}
         stale_ids = {id(e) for e in stale}
         matched = Counter(e.fingerprint for e in kept)
         untouched = []
-        for e in old.entries:  # entries of files this run did not check stay as they are
-            if id(e) in stale_ids or e.path in checked_rel:
+        for e in old.entries:  # entries this run did not check (file, rule) stay as they are
+            if id(e) in stale_ids or e.rule in checked_rel.get(e.path, ()):
                 continue
-            if matched[e.fingerprint] > 0:
-                matched[e.fingerprint] -= 1
+            if not (root / e.path).exists() and matched[e.fingerprint] > 0:
+                matched[e.fingerprint] -= 1  # a moved file's entry: kept under its new path
                 continue
             untouched.append(e)
         entries = untouched + kept + ([entry(f) for f in new] if args.update else [])
