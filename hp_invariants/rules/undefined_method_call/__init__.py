@@ -692,17 +692,18 @@ class _State:
             self._open[key] = found
         return found
 
-    def subclass_provides(self, key: ClassKey, name: str, outside: bool = True) -> bool:
+    def subclass_provides(self, key: ClassKey, name: str, outside: bool = True, user: ClassKey | None = None) -> bool:
         """True when a project subclass of ``key`` defines/assigns ``name`` or may (unknown/dynamic
         ancestors), or when ``outside`` is True and ``key`` has no project subclass at all, or a
         leaf subclass that is itself open (a mixin, abstract, or nobody instantiates it and it is
-        :meth:`combinable`: combined with more bases outside the project)."""
+        :meth:`combinable`: combined with more bases outside the project). ``user``: the class in whose
+        body ``name`` is written (a private ``__x`` there is mangled: a subclass's own ``__x`` is not it)."""
         subs = self.view.possible_subclasses(key)
         if not subs:
             return outside
         for sub in subs:
             hier = self.view.hierarchy(sub)
-            if name in hier.members or hier.dynamic or hier.unknown:
+            if _has_member(self.view, sub, hier, name, user) or hier.dynamic or hier.unknown:
                 return True
             if outside and not self.view.possible_subclasses(sub) and self.open_class(sub, hier):
                 return True  # a leaf combined with more bases outside the project
@@ -829,7 +830,7 @@ class _State:
             if value.__class__ is not ast.Name or value.id != receiver or name.startswith("__") and name.endswith("__"):
                 continue
             if self.defined(key, hier, name, key) or self.guarded(node, method, receiver, name, scan.guards) \
-                    or self.open_class(key, hier) and self.subclass_provides(key, name) \
+                    or self.open_class(key, hier) and self.subclass_provides(key, name, user=key) \
                     or self.unreachable(node, method, receiver, key, hier, name) or self.type_ignored(node):
                 continue
             found.append(node)
@@ -1021,7 +1022,7 @@ class _State:
                 if isinstance(value, ast.Name) and value.id == receiver and ok:
                     if self.defined(key, hier, name, key) or self.guarded(anchor, method, receiver, name, scan.guards):
                         continue
-                    if self.open_class(key, hier) and self.subclass_provides(key, name):
+                    if self.open_class(key, hier) and self.subclass_provides(key, name, user=key):
                         continue
                     if self.unreachable(anchor, method, receiver, key, hier, name):
                         continue
