@@ -532,7 +532,10 @@ def test_a_pinned_ungating_repair_is_reverted_only_by_a_condition_about_the_shar
     assert repo.hp("pin", "--no-cache", shas["hsdp_state.py"])[0] == 0
     fixed = repo.read("pkg/hsdp_state.py")
     for condition, reverted in (("self.hsdp_params is not None", False), ("len(self.hsdp_params) > 0", False),
-                                ("self.use_sharding", True), ("dist.get_world_size() > 1", True)):
+                                ("self.use_sharding", True), ("dist.get_world_size() > 1", True),
+                                # an `or` runs at degree 1 when its other side holds (a second new user's find)
+                                ("(self.is_shard or self.force_reset)", False),
+                                ("(self.is_shard or dist.get_world_size() > 1)", True)):
         repo.write("pkg/hsdp_state.py", fixed.replace("if not self._reset_sharded_params:",
                                                       f"if {condition} and not self._reset_sharded_params:"))
         _code, findings, _ = repo.check()

@@ -2080,6 +2080,10 @@ def _about_shard_degree(condition: str, gate: str) -> bool:
         tree = ast.parse(condition, mode="eval")
     except SyntaxError:
         return True  # cannot tell: as before
+    if isinstance(tree.body, ast.BoolOp) and isinstance(tree.body.op, ast.Or):
+        # `self.is_shard or not self._done` runs at degree 1 whenever the other side holds: a gate on the
+        # degree only when every side is about it
+        return all(_about_shard_degree(ast.unparse(value), gate) for value in tree.body.values)
     gate_words = {w for w in re.split(r"[^a-z0-9]+", gate.lower()) if len(w) > 1 and w not in _PLAIN_WORDS}
     for node in ast.walk(tree):
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
