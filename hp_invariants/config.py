@@ -338,8 +338,8 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[..., bool]:
     pattern gitignore cannot read.
 
     gitignore's rules (git's documentation): a pattern without a ``/`` but a trailing one matches a
-    component at any depth, one with a ``/`` is relative to the configuration's folder (a leading
-    ``./`` or ``/`` changes nothing), ``*`` and ``?`` do not cross ``/``, ``**/`` is any number of
+    component at any depth, one with a ``/`` is relative to the configuration's folder (so is one with a
+    leading ``/`` or ``./``), ``*`` and ``?`` do not cross ``/``, ``**/`` is any number of
     folders (none too), ``dir/**`` is everything below ``dir``, a trailing ``/`` matches folders only,
     ``!`` re-includes what an earlier pattern excluded (not inside an excluded folder) and the last
     matching pattern decides. Bare names (the defaults) are matched per component by one regular
@@ -376,7 +376,7 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[..., bool]:
                 if found is None:
                     continue
                 end = found.end()
-                if not (start <= end <= len(path) if inside else end > start):
+                if not (end <= len(path) if inside else end > start):
                     continue
                 if not negates:
                     return True
@@ -390,11 +390,13 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[..., bool]:
 
 
 def _plain_pattern(pattern: str) -> str:
-    """``pattern`` without surrounding blanks and leading ``./`` (relative to the configuration's folder
-    either way)."""
+    """``pattern`` without surrounding blanks, a leading ``./`` read as ``/`` (anchored at the
+    configuration's folder: ``./a.py`` is that folder's ``a.py`` only)."""
     pattern = pattern.strip()
-    while pattern.startswith("./"):
-        pattern = pattern[2:]
+    if pattern.startswith("./"):  # the configuration's folder, as a leading `/` says (git reads neither)
+        while pattern.startswith("./"):
+            pattern = pattern[2:]
+        pattern = "/" + pattern if pattern else ""
     return pattern
 
 

@@ -319,6 +319,12 @@ def _gated_tree(root: Path, *rels: str) -> None:
     # first matching step took pathspec's `^tests/` for the folder alone, so tests/** excluded nothing)
     (["tests/**"], ["tests/a.py", "tests/unit/t.py"], ["src/tests/b.py"]),
     (["tests/**", "!tests/a.py"], ["tests/b.py"], ["tests/a.py"]),
+    # ... at every depth: a folder re-included below it still has its files excluded (as git; a second
+    # new user's find: `src/**` counted one level down only)
+    (["src/**", "!src/sub/"], ["src/y.py", "src/sub/x.py"], ["lib/z.py"]),
+    # a leading ./ anchors at the configuration's folder, as / does (it became a bare name: any depth)
+    (["./a.py"], ["a.py"], ["src/a.py"]),
+    (["./.hidden.py"], [".hidden.py"], ["src/.hidden.py"]),
     # a bare name matches at any depth; a trailing / only folders
     (["gen"], ["gen/a.py", "src/gen/b.py"], ["src/a.py"]),
     (["gen.py/"], [], ["src/gen.py"]),
