@@ -193,7 +193,9 @@ class HpInvariantsChecker(BaseRawFileChecker):
             self._config_error(node, f"configuration error: {exc}")
             return
         for prob in result.problems:
-            if prob.problem_id == "F0003":
+            if prob.problem_id == "F0003":  # the module was not checked: shown even with only the rules on
+                if not self.linter.is_message_enabled("F9501"):
+                    self.linter.enable("F9501")
                 self.add_message("F9501", line=1, node=node, args=(f"{settings.timeout_per_file:g}",))
             elif prob.problem_id == "F0002":
                 self.add_message("F9500", line=1, node=node, args=(prob.message.removeprefix("internal error: "),))

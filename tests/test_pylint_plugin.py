@@ -85,6 +85,20 @@ def test_an_invalid_timeout_option_fails_the_run(tmp_path: Path):
     assert [m["message-id"] for m in messages] == ["E9502"]
 
 
+def test_a_module_over_its_budget_is_named_even_with_only_the_rules_enabled(tmp_path: Path):
+    """A new user's find: with --disable=all --enable=<the rules>, a module over hp-invariants-timeout
+    vanished silently (F9501 off): like F9500, F9501 is turned on when it happens; the other modules
+    are still checked."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "slow.py").write_text("".join(
+        f"def f{i}(model):\n    for sub in model.modules():\n        if sub._w{i}:\n            raise ValueError()\n"
+        for i in range(3000)))
+    (tmp_path / "m.py").write_text(GATED)
+    code, messages = _pylint(tmp_path, "--hp-invariants-timeout=0.05", "slow.py", "m.py")
+    assert sorted((m["module"], m["message-id"]) for m in messages) == [("m", "E9502"), ("slow", "F9501")]
+    assert code & 1
+
+
 def test_disabled_messages_do_no_work(tmp_path: Path):
     (tmp_path / "m.py").write_text(GATED)
     proc = subprocess.run(

@@ -1162,6 +1162,8 @@ def test_a_cache_folder_that_is_a_file_is_named_once_by_the_run(tmp_path):
         assert err.count(f"note: cannot use the cache folder {blocker} (a file has that name)") == 1, err
     _, _, err = run_cli("fix", "--diff", "--cache-dir", str(blocker), str(root))
     assert f"note: cannot use the cache folder {blocker}" in err
+    _, _, err = run_cli("baseline", "--baseline", str(tmp_path / "bl.json"), "--cache-dir", str(blocker), str(root))
+    assert f"note: cannot use the cache folder {blocker}" in err  # a second new user's find
     code, out, err = run_cli("cache", "--cache-dir", str(blocker), "dir")
     assert code == 0 and out.strip() == str(blocker) and f"{blocker} is a file" in err
     _, _, err = run_cli("check", "--cache-dir", str(tmp_path / "cache"), str(root))

@@ -393,6 +393,8 @@ def cmd_baseline(args: argparse.Namespace, make_session: Callable[[argparse.Name
         entries = untouched + kept + ([entry(f) for f in new] if args.update else [])
         added, dropped, skipped = (len(new) if args.update else 0), len(stale), (0 if args.update else len(new))
     baseline_mod.dump(baseline_mod.Baseline(root, entries), path)
+    for note in result.notes:  # the project walk's, an unusable cache folder's: as check prints them
+        print(f"hp-invariants: note: {note}", file=sys.stderr)
     message = f"hp-invariants: wrote {path} with {len(entries)} accepted finding(s)"
     if old is not None:
         message += f" ({dropped} no longer occurring removed, {added} added)"
