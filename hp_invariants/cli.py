@@ -424,9 +424,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        empty = [name for name in _NOT_EMPTY if getattr(args, name.lstrip("-").replace("-", "_"), None) == ""]
+        empty = [name for name in _NOT_EMPTY
+                 if isinstance(value := getattr(args, name.lstrip("-").replace("-", "_"), None), str) and not value.strip()]
         if empty:  # `--since "$BASE"` with BASE unset must not mean "every finding" (nor a default file)
-            parser.error(f"argument {empty[0]}: expected a value, got an empty string")
+            parser.error(f"argument {empty[0]}: expected a value, got an empty or blank string")
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:

@@ -504,8 +504,8 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
                 raise ConfigError(f"{where}: '{key}' must be a boolean, got {value!r}")
             config.force_exclude = value
         elif key == "cache-dir":
-            if not isinstance(value, str):
-                raise ConfigError(f"{where}: '{key}' must be a string, got {value!r}")
+            if not isinstance(value, str) or not value.strip():  # "" was the project folder itself
+                raise ConfigError(f"{where}: '{key}' must name a folder, got {value!r}")
             config.cache_dir = str((root / value).resolve())
         elif key == "timeout-per-file":
             config.timeout_per_file = check_number(value, key, where)

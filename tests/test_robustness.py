@@ -997,8 +997,20 @@ def test_an_empty_option_value_is_a_usage_error(tree: Path, args: list[str]):
     # an empty --baseline, --pins, --output-file or --cache-dir quietly meant the default
     before = (tree / "gated.py").read_text()
     code, out, err = run_cli(*args, str(tree))
-    assert code == 2 and f"argument {args[1]}: expected a value, got an empty string" in err and out == ""
+    assert code == 2 and f"argument {args[1]}: expected a value, got an empty or blank string" in err and out == ""
     assert (tree / "gated.py").read_text() == before
+
+
+@pytest.mark.parametrize("value", ['""', '" "'])
+def test_a_configured_cache_dir_that_names_no_folder_is_an_error(tree: Path, value: str):
+    # a second new user's find: cache-dir = "" put the database in the project folder itself (files to
+    # commit by mistake), " " made a folder named " "; --cache-dir ' ' too
+    (tree / "pyproject.toml").write_text(f"[tool.hp-invariants]\ncache-dir = {value}\n")
+    code, _, err = run_cli("check", str(tree))
+    assert code == 2 and "'cache-dir' must name a folder" in err
+    assert not list(tree.glob("hp-invariants.sqlite3*")) and not (tree / " ").exists()
+    code, _, err = run_cli("check", "--cache-dir", " ", str(tree / "clean.py"))
+    assert code == 2 and "argument --cache-dir: expected a value" in err
 
 
 def test_jobs_that_is_not_a_number_names_the_problem(tree: Path):
