@@ -373,6 +373,22 @@ def test_a_copy_of_old_code_into_another_file_is_new_to_fix_since_and_to_a_basel
     assert repo.check("--since", base)[:2] == (0, [])
 
 
+def test_since_follows_a_rename_so_the_copy_is_the_new_finding(repo):
+    """A second new user's find: with pkg/a.py renamed to pkg/c.py and its code copied into pkg/b.py,
+    `check --since` and `fix --since` took the copy for the old finding and blamed the renamed file
+    (matched by name order). A renamed file keeps its findings (git's rename detection)."""
+    repo.write("pkg/a.py", LEGACY)
+    repo.write("pkg/b.py", "x = 1\n")
+    base = repo.commit("legacy")
+    repo.write("pkg/b.py", "x = 1\n\n\n" + LEGACY)
+    repo.git("mv", "pkg/a.py", "pkg/c.py")
+    repo.commit("rename and copy")
+    code, findings, _ = repo.check("--since", base)
+    assert code == 1 and [f["path"] for f in findings] == ["pkg/b.py"]
+    repo.hp("fix", "--no-cache", "--since", base, "pkg")
+    assert "raise ValueError" not in repo.read("pkg/b.py") and repo.read("pkg/c.py") == LEGACY
+
+
 def test_baseline_keeps_the_entries_a_run_could_not_check(repo):
     """A new user's find: `baseline` and `check --fail-on-stale-baseline` took every entry of a file over
     its time or size limit, of a rule not selected, or of a same-code file not named, for "no longer

@@ -48,7 +48,9 @@ def rev_paths(rev: str, paths: Sequence[str], root: Path) -> list[str]:
 def rev_fingerprints(rev: str, paths: Sequence[str], check_tree: CheckTree) -> tuple[git.Commit, Counter, Counter]:
     """Return the commit ``rev`` names, the multiset of fingerprints of the findings in ``paths`` at
     that commit, and the multiset of their ``(fingerprint, path relative to the repository)`` (what
-    :func:`~hp_invariants.history.fingerprint.match` prefers to match first; see :func:`place_of`).
+    :func:`~hp_invariants.history.fingerprint.match` prefers to match first; see :func:`place_of`), a
+    file renamed since then under its name now (git's rename detection: the renamed file keeps its
+    findings, a copy of its code elsewhere is the new one).
 
     Raises :class:`hp_invariants.history.git.GitError` outside a repository, for an unknown
     revision or a path outside the repository.
@@ -61,8 +63,9 @@ def rev_fingerprints(rev: str, paths: Sequence[str], check_tree: CheckTree) -> t
         existing = [os.path.join(tmp, rel) for rel in wanted if os.path.exists(os.path.join(tmp, rel))]
         findings = list(check_tree(tmp, existing)) if existing else []
         marked = annotate(findings, read_text_file)
-        places = Counter((item.fingerprint, os.path.relpath(item.finding.path, tmp).replace(os.sep, "/"))
-                         for item in marked)
+        renamed = {old: new for old, new in git.changed_since(commit.sha, root) if old and new and old != new}
+        places = Counter((item.fingerprint, renamed.get(rel, rel)) for item in marked
+                         for rel in [os.path.relpath(item.finding.path, tmp).replace(os.sep, "/")])
     return commit, Counter(item.fingerprint for item in marked), places
 
 
