@@ -627,9 +627,10 @@ _APPLICATION_ID = 0x68706976
 """``PRAGMA application_id`` of our databases ("hpiv"): a database without it is not read."""
 
 BUSY_TIMEOUT_S = 5.0
+"""How long a write waits for another process's write to end before it gives up (costing speed only)."""
+
 WAL_SIZE_LIMIT = 4 * 2**20
 """Bytes the ``-wal`` file keeps after a checkpoint (SQLite's ``journal_size_limit``)."""
-"""How long a write waits for another process's write to end before it gives up (costing speed only)."""
 
 _OLD_FILES = ("project-", "results-", "class-index-")
 """Name prefixes of the JSON and pickle cache files of earlier versions (removed by ``cache clear``)."""

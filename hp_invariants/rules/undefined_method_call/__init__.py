@@ -541,10 +541,16 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
+def _mangling_prefix(key: ClassKey) -> str:
+    """The class name Python puts before a private name written in the body of class ``key``: its
+    simple name without leading underscores (``""`` for a name of underscores only: no mangling)."""
+    return key[1].rsplit(".", 1)[-1].lstrip("_")
+
+
 def _runtime_name(name: str, user: ClassKey) -> str:
     """``name`` as Python looks it up in the body of class ``user``: a private ``__x`` is ``_User__x``
     (what the AttributeError names)."""
-    owner = user[1].rsplit(".", 1)[-1].lstrip("_")
+    owner = _mangling_prefix(user)
     return f"_{owner}{name}" if owner and name.startswith("__") and not name.endswith("__") else name
 
 
@@ -555,7 +561,7 @@ def _has_member(view: ClassIndex, key: ClassKey, hier: Hierarchy, name: str, use
     underscores), which only ``user``'s own ``__x`` (or an ``_User__x`` spelled out) provides, not a
     base's ``__x``; and ``self._Base__x`` spelled out reads ``Base``'s own ``__x``."""
     if name.startswith("__") and not name.endswith("__") and user is not None:
-        owner = user[1].rsplit(".", 1)[-1].lstrip("_")
+        owner = _mangling_prefix(user)
         if not owner:  # a class named only with underscores mangles nothing
             return name in hier.members
         if f"_{owner}{name}" in hier.members:
@@ -568,7 +574,7 @@ def _has_member(view: ClassIndex, key: ClassKey, hier: Hierarchy, name: str, use
         return True
     if name[:1] == "_" and "__" in name[2:]:  # _Base__x: Base's own __x, mangled
         for k in (key, *hier.ancestors):
-            owner = k[1].rsplit(".", 1)[-1].lstrip("_")
+            owner = _mangling_prefix(k)
             summary = view.summary(k) if owner and name.startswith(f"_{owner}__") else None
             if summary is not None and name[len(owner) + 1:] in summary.members:
                 return True
