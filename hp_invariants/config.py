@@ -491,6 +491,9 @@ def load_config(root: Path, rules: Sequence[Rule], pyproject: Path | None = None
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: 'per-file-ignores' must be a table of glob = [codes]")
             for pattern, codes in value.items():
+                if pattern.strip().startswith("!"):  # was read as a pattern that never matches: silently nothing
+                    raise ConfigError(f"{where}: 'per-file-ignores.{pattern!r}': a '!' pattern is not supported "
+                                      f"here; list the files the codes are ignored in")
                 _check_patterns([pattern], f"per-file-ignores.{pattern!r}", where)
                 config.per_file_ignores[pattern] = validate_codes(
                     _check_list(codes, f"per-file-ignores.{pattern}", where), rules,

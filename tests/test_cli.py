@@ -351,6 +351,14 @@ def test_per_file_ignores_read_gitignore_double_stars(tmp_path: Path):
     assert {line.split(":")[0] for line in out.splitlines()} == {str(tmp_path / "src/d.py")}
 
 
+def test_a_negated_per_file_ignores_key_is_a_configuration_error(tmp_path: Path):
+    # a new user's find: "!pkg/a.py" = [...] was accepted and ignored nothing anywhere
+    (tmp_path / "pyproject.toml").write_text('[tool.hp-invariants]\nper-file-ignores = { "!pkg/a.py" = ["E9502"] }\n')
+    _gated_tree(tmp_path, "pkg/a.py")
+    code, _, err = run_cli("check", "--no-cache", str(tmp_path))
+    assert code == 2 and "a '!' pattern is not supported here" in err, err
+
+
 def test_exclude_pattern_gitignore_cannot_read_is_a_configuration_error(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text('[tool.hp-invariants]\nextend-exclude = ["gen\\\\"]\n')
     _gated_tree(tmp_path, "a.py")
