@@ -520,12 +520,14 @@ class ProjectFacts(_Declared):
         analysis = self.analysis()
         return analysis.summary_type if analysis is not self else None
 
-    def summarize(self, tree: ast.Module, path: str) -> Any:  # pragma: no cover - abstract
-        """Return the summary of the parsed file ``path`` (of :attr:`summary_type`)."""
+    def summarize(self, tree: ast.Module, path: str, module: str | None = None) -> Any:  # pragma: no cover - abstract
+        """Return the summary of the parsed file ``path`` (of :attr:`summary_type`). ``module``: the
+        file's dotted module name when the caller knows it (the project walk names every file without
+        a ``stat``); ``None``: a kind that needs it names the file itself."""
         analysis = self.analysis()
         if analysis is self:
             raise NotImplementedError
-        return analysis.summarize(tree, path)
+        return analysis.summarize(tree, path, module)
 
     def build(self, root: Path, paths: list[str], summaries: list[Any], digests: list[bytes]) -> Any:
         """Return the project object from the summaries of ``paths`` (absolute, same order) and their

@@ -415,7 +415,7 @@ class Project:
                 if early is not None and (keep is None or f.path in keep):
                     def on_tree(source: SourceFile, tree: ast.Module, path: str = f.path, raw: bytes = raw) -> None:
                         box.append(early(path, raw, source, tree))
-                return summarize_file(f.path, raw, facts, on_tree), (box[0] if box else None)
+                return summarize_file(f.path, raw, facts, on_tree, f.module), (box[0] if box else None)
 
             results = parallel_map(summarize_one, pending, workers, on_dead=lambda item: (None, None))
             for (_slot, f), (_summary, value) in zip(pending, results):
@@ -499,19 +499,21 @@ MIN_PARALLEL = 64
 
 
 def summarize_file(path: str, raw: bytes, facts: Sequence[ProjectFacts],
-                   on_tree: Callable[[SourceFile, ast.Module], None] | None = None) -> dict[str, Any] | None | bool:
+                   on_tree: Callable[[SourceFile, ast.Module], None] | None = None,
+                   module: str | None = None) -> dict[str, Any] | None | bool:
     """Decode and parse ``raw`` once and return ``{facts.key: summary}``; ``None`` when the file
     cannot be decoded or parsed; ``False`` when that takes longer than the per-file time budget or
     runs out of stack or memory (a failure that may not happen again: not cached). ``on_tree``:
     called with the decoded source and the tree once every summary is made, outside the summaries'
-    time budget (it keeps its own and must not raise)."""
+    time budget (it keeps its own and must not raise). ``module``: the file's dotted module name,
+    given to each kind's ``summarize`` (see :meth:`~hp_invariants.api.ProjectFacts.summarize`)."""
     try:
         with time_budget(DEFAULT_TIMEOUT):
             source = SourceFile.from_bytes(path, raw)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tree = ast.parse(source.text, filename=path)
-            summaries = {f.key: f.summarize(tree, path) for f in facts}
+            summaries = {f.key: f.summarize(tree, path, module) for f in facts}
     except (AnalysisTimeout, RecursionError, MemoryError):
         return False
     except (SourceDecodeError, SyntaxError, ValueError, OSError):

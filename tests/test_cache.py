@@ -558,6 +558,28 @@ def test_module_names_from_the_walk_match_module_name(tmp_path):
     assert names["a/b/c.py"] == "outer.pkg.proj.a.b.c" and names["__init__.py"] == "outer.pkg.proj"
 
 
+def test_the_build_names_each_summary_by_the_walk_without_a_stat_per_folder(tmp_path, monkeypatch):
+    """The project walk names every file's module (``module_names``); the build hands that name to the
+    summarizers, so E9503's summary of each file carries it and no folder is looked at again
+    (``module_name`` stats every folder up the package chain: 1% of a cold check of Megatron-Bridge)."""
+    from hp_invariants.rules.undefined_method_call import index as index_module
+
+    root = _tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/sub/__init__.py": "class A:\n    pass\n",
+                                     "pkg/sub/mod.py": "class B:\n    pass\n", "tool.py": "x = 1\n"})
+    expected = {str(root / rel): index_module.module_name(root / rel)
+                for rel in ("pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/mod.py", "tool.py")}
+
+    def no_stat(path):
+        raise AssertionError(f"module_name({path}) called during the build")
+
+    monkeypatch.setattr(index_module, "module_name", no_stat)
+    index = index_module.ClassIndex.for_root(root, use_cache=False)
+    got = {path: (summary.module, summary.is_package) for path, summary in zip(index.paths, index.files)}
+    assert got == expected
+    assert got[str(root / "pkg/sub/__init__.py")] == ("pkg.sub", True)
+    assert got[str(root / "pkg/sub/mod.py")] == ("pkg.sub.mod", False)
+
+
 def test_wrapped_or_plugin_rules_are_never_served_from_the_results_cache(tmp_path):
     from hp_invariants.history.proxy import RuleProxy
 
@@ -754,7 +776,7 @@ def test_table_views_answer_as_the_built_object(tmp_path):
         summary_type = tuple[str, ...]
         built_parts = {"names": list[str], "by_name": KeyedTable[tuple[int, str]], "rows": ListTable[frozenset[str]]}
 
-        def summarize(self, tree, path):
+        def summarize(self, tree, path, module=None):
             return ()
 
         def build(self, root, paths, summaries, digests):

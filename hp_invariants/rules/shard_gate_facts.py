@@ -638,8 +638,8 @@ class ShardGateFacts(ShardGateFactsDeclaration):
 
     summary_type = FileFacts
 
-    def summarize(self, tree: ast.Module, path: str) -> tuple:
-        """Return the summary of ``tree`` (:func:`summarize`; the path is not used)."""
+    def summarize(self, tree: ast.Module, path: str, module: str | None = None) -> tuple:
+        """Return the summary of ``tree`` (:func:`summarize`; the path and module name are not used)."""
         return summarize(tree)
 
     def build(self, root: Path, paths: list[str], summaries: list[Any], digests: list[bytes]) -> ShardGateIndex:

@@ -2184,9 +2184,14 @@ class ClassIndexFacts(ClassIndexFactsDeclaration):
 
     summary_type = FileSummary
 
-    def summarize(self, tree: ast.Module, path: str) -> FileSummary:
-        """Return the :class:`FileSummary` of the parsed file ``path``."""
-        module, is_package = module_name(path)
+    def summarize(self, tree: ast.Module, path: str, module: str | None = None) -> FileSummary:
+        """Return the :class:`FileSummary` of the parsed file ``path``; ``module``: its dotted name as
+        the project walk named it (:func:`hp_invariants.project.module_names`, the same name
+        :func:`module_name` gives, without a ``stat`` per folder), else :func:`module_name`'s."""
+        if module is None:
+            module, is_package = module_name(path)
+        else:
+            is_package = os.path.basename(path) == "__init__.py"
         return summarize(tree, module, is_package)
 
     def build(self, root: Path, paths: list[str], summaries: list[FileSummary], digests: list[bytes]) -> "ClassIndex":
