@@ -352,12 +352,18 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[..., bool]:
         return lambda rel, skip, is_folder=None: one is not None and any(one(part) for part in rel.split("/")[skip:])
     from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern  # noqa: PLC0415 - see above
 
-    rules: list[tuple[Callable[[str], Any], bool, bool]] = []
+    rules: list[tuple[Callable[[str], Any], bool, bool, bool]] = []
     for pattern in patterns:
-        regex, include = GitIgnoreBasicPattern.pattern_to_regex(pattern)
+        # a trailing `/` matches folders only: the rest of the pattern is read as git reads it (pathspec
+        # reads `*/` and `**/` as a bare `/`, which matches no path, and `tests/**/` as `tests/` itself)
+        folders_only = len(pattern) > 1 and pattern.endswith("/") and not pattern.endswith("\\/")
+        body = pattern[:-1] if folders_only else pattern
+        regex, include = GitIgnoreBasicPattern.pattern_to_regex(body)
         if regex is not None:  # a comment or a blank
-            rules.append((re.compile(regex).match, bool(include), pattern.endswith("/**")))
-    negates = any(not include for _, include, _ in rules)
+            if regex == ".":  # pathspec's "every path" (`*`, `**`, `/**`): every component, at any depth
+                regex = ".*"
+            rules.append((re.compile(regex).match, bool(include), body.endswith("/**"), folders_only))
+    negates = any(not include for _, include, _, _ in rules)
 
     def match(rel: str, skip: int, is_folder: Callable[[], bool] | None = None) -> bool:
         parts = rel.split("/")
@@ -368,7 +374,9 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[..., bool]:
             folder = i < last or is_folder is None or is_folder()
             text = path + "/" if folder else path  # a folder: what `dir/` patterns need
             decision = None
-            for regex, include, inside in rules:
+            for regex, include, inside, folders_only in rules:
+                if folders_only and not folder:
+                    continue
                 # pathspec's regexes match the start of a path (a folder above it included): count a
                 # match here only when it is about component i. `dir/**` is everything below dir, not
                 # dir itself (its regex ends at `dir/`): component i must lie below the match

@@ -328,6 +328,15 @@ def _gated_tree(root: Path, *rels: str) -> None:
     # a bare name matches at any depth; a trailing / only folders
     (["gen"], ["gen/a.py", "src/gen/b.py"], ["src/a.py"]),
     (["gen.py/"], [], ["src/gen.py"]),
+    # `*/`, `**/` and `/*/` are every folder: only the files at the top are checked (pathspec reads the
+    # first two as a bare `/`: nothing was excluded); `tests/**/` is the folders below tests, not tests
+    # itself (tests/a.py was excluded); `*` is every path, `!*.py` re-includes files outside the folders
+    # (each as git check-ignore answers; the `*/`, `**/` and `tests/**/` cases fail before)
+    (["*/"], ["src/a.py", "src/sub/b.py"], ["top.py"]),
+    (["**/"], ["src/a.py", "src/sub/b.py"], ["top.py"]),
+    (["/*/"], ["src/a.py"], ["top.py"]),
+    (["tests/**/"], ["tests/sub/b.py", "tests/sub/deep/c.py"], ["tests/a.py", "top.py"]),
+    (["*", "!*.py"], ["src/a.py"], ["top.py"]),
 ])
 def test_exclude_patterns_are_gitignore_patterns(tmp_path: Path, patterns, excluded, checked):
     """The README and the configuration's doc promise gitignore-style patterns; fnmatch read several
@@ -337,6 +346,18 @@ def test_exclude_patterns_are_gitignore_patterns(tmp_path: Path, patterns, exclu
     code, out, err = run_cli("check", "--no-cache", str(tmp_path))
     reported = {line.split(":")[0] for line in out.splitlines()}
     assert reported == {str(tmp_path / rel) for rel in checked}, (out, err)
+
+
+def test_every_folder_patterns_below_a_folder_named_on_the_command_line(tmp_path: Path):
+    """The folder named on the command line is never excluded itself, but `*/` still matches the
+    folders below it and `*` every file below it (pathspec's match-everything regex matched the first
+    component only: `check src` checked src/sub/b.py under `*`; fails before)."""
+    _gated_tree(tmp_path, "src/a.py", "src/sub/b.py")
+    for patterns, checked in ((["*/"], {"src/a.py"}), (["*"], set())):
+        (tmp_path / "pyproject.toml").write_text(f"[tool.hp-invariants]\nexclude = {patterns!r}\n".replace("'", '"'))
+        code, out, err = run_cli("check", "--no-cache", str(tmp_path / "src"))
+        reported = {line.split(":")[0] for line in out.splitlines() if line.startswith(str(tmp_path))}
+        assert reported == {str(tmp_path / rel) for rel in checked}, (patterns, out, err)
 
 
 def test_per_file_ignores_read_gitignore_double_stars(tmp_path: Path):
