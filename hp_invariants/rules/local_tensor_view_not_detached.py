@@ -268,10 +268,12 @@ VIEW_FUNCS = frozenset({
     "unsqueeze", "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "real", "imag",
 })
 SEQ_FUNCS = SEQ_METHODS
-# Calls that may return ``self`` (no conversion needed), so a view stays a view.
+# Calls that may return ``self`` (no conversion needed), so a view stays a view; ``as_subclass``
+# returns a new object on the same storage that stays attached to the autograd graph (a view of a
+# parameter passed through it is not a leaf; a fresh tensor passed through it stays fresh).
 PASS_METHODS = frozenset({
     "contiguous", "to", "float", "half", "double", "bfloat16", "type", "cpu", "cuda", "npu",
-    "type_as",
+    "type_as", "as_subclass",
 })
 CLEAN_METHODS = frozenset({"detach", "clone"})
 # Fresh allocations that do not require grad unless told to (``requires_grad=True``).

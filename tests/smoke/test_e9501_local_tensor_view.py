@@ -115,7 +115,10 @@ def test_a_view_of_a_temporary_stays_a_leaf_when_the_named_tensor_is_written(dev
     through ``t``'s autograd state, not the alias's); the near miss, a view of ``t`` itself, is the
     seed's failure: its ``is_leaf`` raises (made under no_grad) or turns False (made in grad mode)."""
     makers = {"detach": lambda t: t.detach().narrow(0, 0, 2), "data": lambda t: t.data[0:2],
-              "new_zeros": lambda t: t.new_zeros(4).narrow(0, 0, 2)}
+              "new_zeros": lambda t: t.new_zeros(4).narrow(0, 0, 2),
+              # as_subclass keeps its receiver's autograd state: a temporary stays one
+              "detach_as_subclass": lambda t: t.detach().as_subclass(torch.Tensor).narrow(0, 0, 2),
+              "factory_as_subclass": lambda t: torch.zeros(4, device=t.device).as_subclass(torch.nn.Parameter)[:2]}
     for name, make in makers.items():
         base = torch.zeros(4, device=device)
         with torch.no_grad() if no_grad else contextlib.nullcontext():
@@ -123,12 +126,14 @@ def test_a_view_of_a_temporary_stays_a_leaf_when_the_named_tensor_is_written(dev
         assert local._is_view(), name
         _grad_mode_write(base, device)
         assert base.requires_grad and local.is_leaf and not local.requires_grad, name
-    base = torch.zeros(4, device=device)
-    with torch.no_grad() if no_grad else contextlib.nullcontext():
-        local = base.narrow(0, 0, 2)
-    _grad_mode_write(base, device)
-    if no_grad:
-        with pytest.raises(RuntimeError, match=SEED_ERROR):
-            local.is_leaf  # noqa: B018 - reading it is what raises
-    else:
-        assert not local.is_leaf
+    # the near misses: a view of t itself, also passed through as_subclass (temporary_base.py)
+    for make in (lambda t: t.narrow(0, 0, 2), lambda t: t.narrow(0, 0, 2).as_subclass(torch.Tensor)):
+        base = torch.zeros(4, device=device)
+        with torch.no_grad() if no_grad else contextlib.nullcontext():
+            local = make(base)
+        _grad_mode_write(base, device)
+        if no_grad:
+            with pytest.raises(RuntimeError, match=SEED_ERROR):
+                local.is_leaf  # noqa: B018 - reading it is what raises
+        else:
+            assert not local.is_leaf
