@@ -14,6 +14,7 @@ losses.
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,14 +39,19 @@ def pair(tmp_path_factory):
 @contextmanager
 def process_group(device):
     """The default group of this rank (torchrun's environment, set by the harness) on ``device``'s
-    backend; destroyed on exit."""
+    backend; destroyed on exit. On an accelerator each rank takes the device of its local rank (the
+    fixture's ``cuda`` has no index: ``set_device`` refuses it); with fewer devices than ranks they
+    share them over gloo (NCCL refuses two ranks on one GPU), so one GPU runs world size 2 too."""
     backend = dist_backend(device)
     if backend == "nccl" and not dist.is_nccl_available():
         pytest.skip("the CUDA device is present but this torch build has no NCCL")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    elif device.type == "npu":
-        torch.npu.set_device(device)
+    if device.type in ("cuda", "npu"):
+        accelerator = torch.cuda if device.type == "cuda" else torch.npu
+        count = accelerator.device_count()
+        ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+        accelerator.set_device(int(os.environ.get("LOCAL_RANK", "0")) % count)
+        if count < ranks and device.type == "cuda":
+            backend = "gloo"
     dist.init_process_group(backend)
     try:
         yield dist.group.WORLD
