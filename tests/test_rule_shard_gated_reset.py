@@ -435,6 +435,39 @@ def test_unconditional_calls_follow_every_normal_path():
     assert calls["inner"] == {"fully_shard"}
 
 
+def test_unconditional_calls_enter_attribute_values_and_f_string_fields(tmp_path):
+    """``fully_shard(m).module`` evaluates ``fully_shard(m)``, and so does an f-string field: both
+    always call it (the expression walk passed over attributes and f-strings whole, so a helper
+    returning ``fully_shard(model).module`` was not known to always run the step: a gated call of it
+    went unreported; fails before). Plain names and attributes of names add nothing."""
+    from hp_invariants.rules.shard_gate_facts import summarize
+
+    code = """
+        def via_attribute(model):
+            return fully_shard(model).module
+
+        def via_store(model):
+            reset(model).flag = True
+
+        def via_f_string(model):
+            log(f"{fully_shard(model)!r} done")
+
+        def plain(model):
+            return model.layers.weight, self.x.y
+        """
+    calls = {f[0]: set(f[3]) for f in summarize(ast.parse(textwrap.dedent(code)))[0]}
+    assert calls["via_attribute"] == {"fully_shard"}
+    assert calls["via_store"] == {"reset"}
+    assert calls["via_f_string"] == {"log", "fully_shard"}
+    assert calls["plain"] == set()
+    root = _project(tmp_path, {
+        "helpers.py": "def wrap(model):\n    return fully_shard(model).module\n",
+        "train.py": "import torch.distributed as dist\nfrom .helpers import wrap\n\n\n"
+                    "def build(model):\n    if dist.get_world_size() > 1:\n        wrap(model)\n"})
+    findings = _check_project(root, "train.py")
+    assert [(f.line, f.args[0]) for f in findings] == [(7, "wrap() -> fully_shard")]
+
+
 def test_cross_file_gates_and_helpers_need_the_project(tmp_path):
     root = _project(tmp_path, {"helpers.py": HELPERS, "train.py": USES})
     findings = _check_project(root, "train.py")
