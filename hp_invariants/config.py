@@ -354,15 +354,19 @@ def _exclude_matcher(patterns: tuple[str, ...]) -> Callable[..., bool]:
 
     rules: list[tuple[Callable[[str], Any], bool, bool, bool]] = []
     for pattern in patterns:
+        core = pattern[1:] if pattern.startswith("!") else pattern
+        if core.strip("/") == "" or "//" in core:
+            continue  # `/`, `//`, `b//`: an empty path component, which no path has (git matches nothing)
         # a trailing `/` matches folders only: the rest of the pattern is read as git reads it (pathspec
         # reads `*/` and `**/` as a bare `/`, which matches no path, and `tests/**/` as `tests/` itself)
-        folders_only = len(pattern) > 1 and pattern.endswith("/") and not pattern.endswith("\\/")
+        folders_only = pattern.endswith("/") and not pattern.endswith("\\/")
         body = pattern[:-1] if folders_only else pattern
         regex, include = GitIgnoreBasicPattern.pattern_to_regex(body)
         if regex is not None:  # a comment or a blank
-            if regex == ".":  # pathspec's "every path" (`*`, `**`, `/**`): every component, at any depth
-                regex = ".*"
-            rules.append((re.compile(regex).match, bool(include), body.endswith("/**"), folders_only))
+            inside = body.endswith("/**")
+            if regex == ".":  # pathspec's "every path" (`*`, `**`, `/**`, `**/**`): every component
+                regex, inside = ".*", False
+            rules.append((re.compile(regex).match, bool(include), inside, folders_only))
     negates = any(not include for _, include, _, _ in rules)
 
     def match(rel: str, skip: int, is_folder: Callable[[], bool] | None = None) -> bool:

@@ -337,6 +337,15 @@ def _gated_tree(root: Path, *rels: str) -> None:
     (["/*/"], ["src/a.py"], ["top.py"]),
     (["tests/**/"], ["tests/sub/b.py", "tests/sub/deep/c.py"], ["tests/a.py", "top.py"]),
     (["*", "!*.py"], ["src/a.py"], ["top.py"]),
+    # `/**/` and `**/**/` are every folder too, `/**` every path (a new user's find: the first two
+    # excluded nothing); an empty component (`/`, `//`, `src//`) matches no path in git: they excluded
+    # everything, or src (all but the `/**` case fail before)
+    (["/**/"], ["src/a.py", "src/sub/b.py"], ["top.py"]),
+    (["**/**/"], ["src/a.py"], ["top.py"]),
+    (["/**"], ["src/a.py", "top.py"], []),
+    (["/"], [], ["top.py", "src/a.py"]),
+    (["//"], [], ["top.py", "src/a.py"]),
+    (["src//"], [], ["src/a.py"]),
 ])
 def test_exclude_patterns_are_gitignore_patterns(tmp_path: Path, patterns, excluded, checked):
     """The README and the configuration's doc promise gitignore-style patterns; fnmatch read several

@@ -257,6 +257,9 @@ VIEW_METHODS = frozenset({
     "narrow", "view", "view_as", "as_strided", "expand", "expand_as", "transpose", "t", "permute",
     "select", "unflatten", "unfold", "squeeze", "unsqueeze", "diagonal", "movedim", "swapaxes",
     "swapdims",
+    # an alias of the receiver's storage as another class: ``_base`` is the receiver, its autograd
+    # state is the receiver's (``AliasBackward0`` of a parameter: not a leaf)
+    "as_subclass",
 })
 # Attributes that are views: x.T, x.mT, x.real, x.imag.
 VIEW_ATTRS = frozenset({"T", "mT", "real", "imag"})
@@ -268,12 +271,10 @@ VIEW_FUNCS = frozenset({
     "unsqueeze", "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "real", "imag",
 })
 SEQ_FUNCS = SEQ_METHODS
-# Calls that may return ``self`` (no conversion needed), so a view stays a view; ``as_subclass``
-# returns a new object on the same storage that stays attached to the autograd graph (a view of a
-# parameter passed through it is not a leaf; a fresh tensor passed through it stays fresh).
+# Calls that may return ``self`` (no conversion needed), so a view stays a view.
 PASS_METHODS = frozenset({
     "contiguous", "to", "float", "half", "double", "bfloat16", "type", "cpu", "cuda", "npu",
-    "type_as", "as_subclass",
+    "type_as",
 })
 CLEAN_METHODS = frozenset({"detach", "clone"})
 # Fresh allocations that do not require grad unless told to (``requires_grad=True``).
@@ -519,7 +520,14 @@ class _DTensorTest:
 def _edit_for(ctx, origin: _Origin) -> Edit | None:
     """Return the edit that detaches ``origin`` where it is created, or ``None`` (report only)."""
     if origin.kind == "view":
-        _, end = ctx.node_range(origin.anchor)
+        anchor = origin.anchor
+        # `.detach()` returns a plain Tensor: after `x.as_subclass(nn.Parameter)` it would change the
+        # stored object's class; detached before it, the alias keeps its class and is a view of a
+        # temporary no name holds (a leaf that does not require grad)
+        while isinstance(anchor, ast.Call) and isinstance(anchor.func, ast.Attribute) \
+                and anchor.func.attr == "as_subclass":
+            anchor = anchor.func.value
+        _, end = ctx.node_range(anchor)
         return Edit(end, end, ".detach()")
     if origin.kind != "unpack":
         return None

@@ -116,9 +116,11 @@ def test_a_view_of_a_temporary_stays_a_leaf_when_the_named_tensor_is_written(dev
     seed's failure: its ``is_leaf`` raises (made under no_grad) or turns False (made in grad mode)."""
     makers = {"detach": lambda t: t.detach().narrow(0, 0, 2), "data": lambda t: t.data[0:2],
               "new_zeros": lambda t: t.new_zeros(4).narrow(0, 0, 2),
-              # as_subclass keeps its receiver's autograd state: a temporary stays one
+              # as_subclass is a view of its receiver: of a temporary, a view of a temporary (the
+              # last one is E9501's fix of `t.narrow(...).as_subclass(nn.Parameter)`: it keeps the class)
               "detach_as_subclass": lambda t: t.detach().as_subclass(torch.Tensor).narrow(0, 0, 2),
-              "factory_as_subclass": lambda t: torch.zeros(4, device=t.device).as_subclass(torch.nn.Parameter)[:2]}
+              "factory_as_subclass": lambda t: torch.zeros(4, device=t.device).as_subclass(torch.nn.Parameter)[:2],
+              "fixed_as_subclass": lambda t: t.narrow(0, 0, 2).detach().as_subclass(torch.nn.Parameter)}
     for name, make in makers.items():
         base = torch.zeros(4, device=device)
         with torch.no_grad() if no_grad else contextlib.nullcontext():
@@ -126,8 +128,11 @@ def test_a_view_of_a_temporary_stays_a_leaf_when_the_named_tensor_is_written(dev
         assert local._is_view(), name
         _grad_mode_write(base, device)
         assert base.requires_grad and local.is_leaf and not local.requires_grad, name
-    # the near misses: a view of t itself, also passed through as_subclass (temporary_base.py)
-    for make in (lambda t: t.narrow(0, 0, 2), lambda t: t.narrow(0, 0, 2).as_subclass(torch.Tensor)):
+        if name == "fixed_as_subclass":
+            assert type(local) is torch.nn.Parameter  # `.detach()` after it would give a plain Tensor
+    # the near misses: a view of t itself, also aliased by as_subclass, and a bare alias (temporary_base.py)
+    for make in (lambda t: t.narrow(0, 0, 2), lambda t: t.narrow(0, 0, 2).as_subclass(torch.Tensor),
+                 lambda t: t.as_subclass(torch.Tensor)):
         base = torch.zeros(4, device=device)
         with torch.no_grad() if no_grad else contextlib.nullcontext():
             local = make(base)
