@@ -198,16 +198,27 @@ def statements_calls(nodes: list[ast.AST], out: set[str]) -> None:
     stack = list(nodes)
     pop, push, extend, add = stack.pop, stack.append, stack.extend, out.add
     Call, Attribute, Name, IfExp, BoolOp = ast.Call, ast.Attribute, ast.Name, ast.IfExp, ast.BoolOp
+    JoinedStr, FormattedValue, Assign, Expr, Compare = ast.JoinedStr, ast.FormattedValue, ast.Assign, ast.Expr, ast.Compare
     skipped, plans, holey = _SKIPPED_EXPRESSIONS, _CHILD_FIELDS, _HOLEY
     while stack:
         cur = pop()
         cls = cur.__class__
         if cls in skipped:  # names and constants: nearly half of all nodes
             continue
-        if cls is Attribute:  # x.y: nothing to enter; f(m).y: f(m) is evaluated
+        if cls is Attribute:  # x.y.z: nothing to enter; f(m).y: f(m) is evaluated
             value = cur.value
+            while value.__class__ is Attribute:
+                value = value.value
             if value.__class__ is not Name:
                 push(value)
+        elif cls is JoinedStr:  # f"{f(m)!r:>{w}}": each field is evaluated
+            for part in cur.values:
+                if part.__class__ is FormattedValue:
+                    value = part.value
+                    if value.__class__ is not Name:
+                        push(value)
+                    if part.format_spec is not None:
+                        push(part.format_spec)
         elif cls is Call:
             func = cur.func
             if func.__class__ is Attribute:
@@ -229,6 +240,16 @@ def statements_calls(nodes: list[ast.AST], out: set[str]) -> None:
             out |= body & other
         elif cls is BoolOp:
             push(cur.values[0])
+        elif cls is Assign:  # the most frequent statement: its fields directly, names not pushed
+            for target in cur.targets:
+                if target.__class__ is not Name:
+                    push(target)
+            push(cur.value)
+        elif cls is Expr:
+            push(cur.value)
+        elif cls is Compare:
+            push(cur.left)
+            extend(cur.comparators)
         else:  # child_nodes(cur), inline
             for name in plans[cls]:
                 value = getattr(cur, name, None)
