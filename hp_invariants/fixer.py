@@ -59,6 +59,12 @@ class FixOutcome:
         return max(0, len(self.initial) - len(self.remaining)) if self.changed else 0
 
 
+def _key(finding: Finding) -> tuple:
+    """A finding and its fix as :func:`fix_source` compares them between rounds: rule, place, edits."""
+    edits = tuple((e.start, e.end, e.content) for e in finding.fix.edits) if finding.fix is not None else ()
+    return finding.rule_id, finding.line, finding.col, edits
+
+
 def allowed(finding: Finding, unsafe: bool) -> bool:
     """Return True if ``finding`` has a fix that may be applied (``unsafe``: include unsafe ones)."""
     if finding.fix is None or not finding.fix.edits:
@@ -104,11 +110,25 @@ def fix_source(
     current = source
     tree = parse(current)
     outcome = FixOutcome(text=source.text)
+    stuck: set[tuple] = set()  # findings whose fix did not clear them: never applied again
+    previous: tuple | None = None  # (text before the last round, its tree, the findings it fixed)
     for round_number in range(MAX_ROUNDS):
         findings = session.findings(current, tree, settings, rules)
         if round_number == 0:
             outcome.initial = findings
-        fixable = _non_overlapping(current, [f for f in findings if allowed(f, unsafe)])
+        fixable = _non_overlapping(current, [f for f in findings if allowed(f, unsafe) and _key(f) not in stuck])
+        again = {_key(f) for f in fixable} & {_key(f) for f in previous[2]} if previous is not None else set()
+        if again:
+            # the same finding with the same edit after its edit was applied: the edit does not fix it
+            # (applied again it would repeat, up to MAX_ROUNDS times). Undo that round and redo it
+            # without those findings, which stay reported
+            stuck |= again
+            current, tree, undone = previous
+            del outcome.applied[len(outcome.applied) - len(undone):]
+            outcome.text = current.text
+            previous = None
+            findings = session.findings(current, tree, settings, rules)
+            fixable = _non_overlapping(current, [f for f in findings if allowed(f, unsafe) and _key(f) not in stuck])
         if not fixable:
             outcome.remaining = findings
             break
@@ -124,6 +144,7 @@ def fix_source(
             outcome.remaining = findings
             break
         outcome.applied.extend(fixable)
+        previous = (current, tree, fixable)
         current, tree = candidate, new_tree
         outcome.text = new_text
     else:

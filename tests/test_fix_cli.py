@@ -188,3 +188,42 @@ def test_diff_applies_with_git_apply_and_patch(tmp_path: Path, monkeypatch, tool
     else:
         subprocess.run(["patch", "-p1", "-s", "-i", "change.diff"], check=True)
     assert run_cli("check", "--no-cache", "src")[0] == 0
+
+
+def test_a_fix_that_does_not_clear_its_finding_is_not_applied():
+    """A rule's edit that leaves its finding as it was (the same finding, the same edit, one round
+    later) is undone and never applied again, the finding left to fix by hand; the other findings of
+    that round are still fixed. Before, fix_source applied it MAX_ROUNDS times (an E9501 fix put
+    `.detach()` before `as_subclass` of a named alias ten times over; a new user's find)."""
+    from hp_invariants import engine, fixer
+    from hp_invariants.api import Rule
+    from hp_invariants.model import Applicability, Edit
+    from hp_invariants.source import SourceFile
+
+    class Stubborn(Rule):
+        rule_id = "E9598"
+        symbol = "demo-stubborn"
+        summary = "print() calls (a fix that clears them) and stay(v) calls (a fix that edits v's binding)"
+        msg = "%s() call"
+        prefilter = ()
+
+        def check(self, ctx):
+            binding = ctx.tree.body[0]  # v = 1: the fix edits the value where v is bound, as E9501's
+            for node in ctx.nodes_of(ast.Call):
+                if isinstance(node.func, ast.Name) and node.func.id == "print":
+                    (line, col), end = ctx.node_range(node.func)
+                    edit = Edit((line, col), end, "log")
+                elif isinstance(node.func, ast.Name) and node.func.id == "stay":
+                    (line, col), _ = ctx.node_range(binding.value)
+                    edit = Edit((line, col), (line, col), "0 + ")  # the finding stays: the same next round
+                else:
+                    continue
+                yield ctx.finding(self, node, (node.func.id,),
+                                  fix=ctx.make_fix([edit], "demo", Applicability.SAFE))
+
+    session = engine.session_for_rules([Stubborn()])
+    code = "v = 1\nprint(v)\nstay(v)\n"
+    outcome = fixer.fix_source(session, SourceFile("t.py", code), session.settings_for("t.py"))
+    assert outcome.text == "v = 1\nlog(v)\nstay(v)\n", outcome.text
+    assert [f.args for f in outcome.applied] == [("print",)]
+    assert [f.args for f in outcome.remaining] == [("stay",)]

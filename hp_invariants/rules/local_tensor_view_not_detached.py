@@ -517,17 +517,37 @@ class _DTensorTest:
                 and self.ctx.text_of(test.args[0]) == self.text and self.torch_dtensor(test.args[1]))
 
 
+def _changes_class_or_grad(anchor: ast.AST) -> bool:
+    """True when ``.detach()`` appended to the view expression ``anchor`` would change more than the
+    view link: the chain holds an ``as_subclass`` call (``.detach()`` returns a plain Tensor: an
+    ``nn.Parameter`` alias would lose its class; detached before it, a named alias stays a view) or an
+    in-place ``requires_grad_`` (detached after it, the stored tensor no longer requires grad). Such a
+    finding is reported without a fix."""
+    node = anchor
+    while True:
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in ("as_subclass", "requires_grad_"):
+                    return True
+                node = func.value
+                continue
+            return False
+        if isinstance(node, ast.Subscript):
+            node = node.value
+            continue
+        if isinstance(node, ast.Attribute):
+            node = node.value
+            continue
+        return False
+
+
 def _edit_for(ctx, origin: _Origin) -> Edit | None:
     """Return the edit that detaches ``origin`` where it is created, or ``None`` (report only)."""
     if origin.kind == "view":
-        anchor = origin.anchor
-        # `.detach()` returns a plain Tensor: after `x.as_subclass(nn.Parameter)` it would change the
-        # stored object's class; detached before it, the alias keeps its class and is a view of a
-        # temporary no name holds (a leaf that does not require grad)
-        while isinstance(anchor, ast.Call) and isinstance(anchor.func, ast.Attribute) \
-                and anchor.func.attr == "as_subclass":
-            anchor = anchor.func.value
-        _, end = ctx.node_range(anchor)
+        if _changes_class_or_grad(origin.anchor):
+            return None
+        _, end = ctx.node_range(origin.anchor)
         return Edit(end, end, ".detach()")
     if origin.kind != "unpack":
         return None

@@ -116,8 +116,9 @@ def test_a_view_of_a_temporary_stays_a_leaf_when_the_named_tensor_is_written(dev
     seed's failure: its ``is_leaf`` raises (made under no_grad) or turns False (made in grad mode)."""
     makers = {"detach": lambda t: t.detach().narrow(0, 0, 2), "data": lambda t: t.data[0:2],
               "new_zeros": lambda t: t.new_zeros(4).narrow(0, 0, 2),
-              # as_subclass is a view of its receiver: of a temporary, a view of a temporary (the
-              # last one is E9501's fix of `t.narrow(...).as_subclass(nn.Parameter)`: it keeps the class)
+              # as_subclass is a view of its receiver: of a temporary, a view of a temporary (the last
+              # one is how to detach `t.narrow(...).as_subclass(nn.Parameter)` by hand and keep its class;
+              # E9501 offers no fix for it: `.detach()` after it returns a plain Tensor)
               "detach_as_subclass": lambda t: t.detach().as_subclass(torch.Tensor).narrow(0, 0, 2),
               "factory_as_subclass": lambda t: torch.zeros(4, device=t.device).as_subclass(torch.nn.Parameter)[:2],
               "fixed_as_subclass": lambda t: t.narrow(0, 0, 2).detach().as_subclass(torch.nn.Parameter)}
