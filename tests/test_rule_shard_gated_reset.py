@@ -464,8 +464,19 @@ def test_unconditional_calls_enter_attribute_values_and_f_string_fields(tmp_path
         "helpers.py": "def wrap(model):\n    return fully_shard(model).module\n",
         "train.py": "import torch.distributed as dist\nfrom .helpers import wrap\n\n\n"
                     "def build(model):\n    if dist.get_world_size() > 1:\n        wrap(model)\n"})
-    findings = _check_project(root, "train.py")
-    assert [(f.line, f.args[0]) for f in findings] == [(7, "wrap() -> fully_shard")]
+    # the whole check, as a user runs it (the project is built before the files are checked: the
+    # prefilter then knows `wrap` always runs the step; train.py never names fully_shard)
+    import contextlib
+    import io
+    import json
+
+    from hp_invariants.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["check", "--no-cache", "--select", "E9502", "--format", "json", str(root)])
+    findings = json.loads(out.getvalue())["findings"]
+    assert code == 1 and [(f["line"], f["message"].split("'")[1]) for f in findings] == [(7, "wrap() -> fully_shard()")]
 
 
 def test_cross_file_gates_and_helpers_need_the_project(tmp_path):
