@@ -519,27 +519,20 @@ class _DTensorTest:
 
 def _changes_class_or_grad(anchor: ast.AST) -> bool:
     """True when ``.detach()`` appended to the view expression ``anchor`` would change more than the
-    view link: the chain holds an ``as_subclass`` call (``.detach()`` returns a plain Tensor: an
-    ``nn.Parameter`` alias would lose its class; detached before it, a named alias stays a view) or an
-    in-place ``requires_grad_`` (detached after it, the stored tensor no longer requires grad). Such a
-    finding is reported without a fix."""
+    view link: the outermost view op is an ``as_subclass`` call (``.detach()`` returns a plain Tensor:
+    an ``nn.Parameter`` alias would lose its class; detached before it, a named alias stays a view), or
+    an in-place ``requires_grad_`` follows it (detached after it, the stored tensor no longer requires
+    grad). Such a finding is reported without a fix. What lies below the outermost view op is
+    detached with it."""
     node = anchor
-    while True:
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute):
-                if func.attr in ("as_subclass", "requires_grad_"):
-                    return True
-                node = func.value
-                continue
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        op = node.func.attr
+        if op in ("as_subclass", "requires_grad_"):
+            return True
+        if op in VIEW_METHODS:
             return False
-        if isinstance(node, ast.Subscript):
-            node = node.value
-            continue
-        if isinstance(node, ast.Attribute):
-            node = node.value
-            continue
-        return False
+        node = node.func.value
+    return False
 
 
 def _edit_for(ctx, origin: _Origin) -> Edit | None:
