@@ -389,6 +389,22 @@ def test_since_follows_a_rename_so_the_copy_is_the_new_finding(repo):
     assert "raise ValueError" not in repo.read("pkg/b.py") and repo.read("pkg/c.py") == LEGACY
 
 
+def test_a_baseline_with_since_follows_a_rename_so_the_copy_is_reported(repo):
+    """A new user's find: a baseline accepting pkg/a.py's finding, then pkg/a.py renamed to pkg/c.py and
+    its code copied into pkg/b.py. The baseline paired its entry with the copy (name order) and called
+    the renamed file's finding new; `--since` called that one old (git's rename): each filter hid one,
+    and `check --since` said "1 introduced" with nothing shown, exit 0. With `--since` the baseline
+    follows git's renames too: the copy is reported. Fails before."""
+    repo.write("pkg/a.py", LEGACY)
+    assert repo.hp("baseline", "--no-cache")[0] == 0
+    base = repo.commit("adopt with a baseline")
+    repo.git("mv", "pkg/a.py", "pkg/c.py")
+    repo.write("pkg/b.py", LEGACY)
+    code, findings, err = repo.check("--since", base)
+    assert code == 1 and [f["path"] for f in findings] == ["pkg/b.py"], err
+    assert "1 finding(s) accepted, 1 new" in err and "1 finding(s) introduced, 1 already there" in err
+
+
 def test_baseline_keeps_the_entries_a_run_could_not_check(repo):
     """A new user's find: `baseline` and `check --fail-on-stale-baseline` took every entry of a file over
     its time or size limit, of a rule not selected, or of a same-code file not named, for "no longer

@@ -122,7 +122,8 @@ def dump(baseline: Baseline, path: Path) -> None:
 
 
 def filter_new(findings: Sequence[Fingerprinted], baseline: Baseline,
-               checked: Mapping[str, Collection[str]] | None = None) -> tuple[list[Fingerprinted], list[Entry]]:
+               checked: Mapping[str, Collection[str]] | None = None,
+               renamed: Mapping[str, str] | None = None) -> tuple[list[Fingerprinted], list[Entry]]:
     """Split fingerprinted ``findings`` against ``baseline``.
 
     Returns ``(new, stale)``: the findings not accepted by the baseline, and the baseline entries
@@ -130,13 +131,18 @@ def filter_new(findings: Sequence[Fingerprinted], baseline: Baseline,
     file (``checked``: each path checked, without a problem, to the ids of the rules run there; a rule
     id no rule has, a history message's, counts as run; ``None``: every entry counts) or its file no
     longer exists. A file over its time or size limit, a path not named, a rule not selected: none can
-    tell that a finding is gone.
+    tell that a finding is gone. ``renamed``: an entry's path (relative to the baseline's root) to the
+    path its file has now (git's renames, with ``--since``): an accepted finding of a renamed file pairs
+    with the finding of that file first, so a copy of its code elsewhere is the new one.
     """
     def place(finding: Finding) -> str:
         return relative_path(finding.path, baseline.root)
 
+    def now(entry: Entry) -> str:
+        return renamed.get(entry.path, entry.path) if renamed else entry.path
+
     new, unchanged, _left = match(findings, baseline.fingerprints(),
-                                  [(e.fingerprint, e.path) for e in baseline.entries], place)
+                                  [(e.fingerprint, now(e)) for e in baseline.entries], place)
     checked_rel = None if checked is None else {relative_path(p, baseline.root): set(ids) for p, ids in checked.items()}
 
     def can_tell(entry: Entry) -> bool:  # this run would have found it, were it still there
@@ -148,7 +154,7 @@ def filter_new(findings: Sequence[Fingerprinted], baseline: Baseline,
     # any (a moved file's), the ones this run cannot tell about last
     free: dict[tuple[str, str], list[int]] = {}
     for i, entry in enumerate(baseline.entries):
-        free.setdefault((entry.fingerprint, entry.path), []).append(i)
+        free.setdefault((entry.fingerprint, now(entry)), []).append(i)
     taken: set[int] = set()
     later = []
     for item in unchanged:

@@ -287,7 +287,8 @@ def after_check(args: argparse.Namespace, session: Any, result: Any) -> CheckOut
             if not baseline_path.exists():
                 raise HistoryError(f"baseline file {baseline_path} not found (write it with `hp-invariants baseline`)")
             accepted = baseline_mod.load(baseline_path, Path(config.root))
-            new, stale = baseline_mod.filter_new(everything, accepted, checked)
+            renamed = _renamed_since(args.since, config, accepted.root) if args.since else None
+            new, stale = baseline_mod.filter_new(everything, accepted, checked, renamed)
             reported &= _positions(everything, new)
             outcome.stale = stale
             outcome.notes.append(f"baseline {baseline_path}: {len(everything) - len(new)} finding(s) accepted, "
@@ -317,6 +318,22 @@ def _checked_rules(session: Any, result: Any) -> dict[str, frozenset[str]]:
     of the rules its settings ran: what a baseline entry may be found stale against."""
     return {r.path: frozenset(rule.rule_id for rule in session.settings_for(r.path).rules)
             for r in result.files if not r.problems}
+
+
+def _renamed_since(rev: str, config: Any, root: Path) -> dict[str, str]:
+    """The files git sees renamed between ``rev`` and the work tree, as paths relative to ``root`` (the
+    baseline's): what the baseline pairs with first under ``--since``, as ``--since`` itself does (a
+    renamed file keeps its accepted findings, a copy of its code is new)."""
+    from hp_invariants.history import baseline as baseline_mod
+    from hp_invariants.history import git
+
+    repo = _repo_root(config)
+    out = {}
+    for old, new in git.changed_since(rev, repo):
+        if old and new and old != new:
+            out[baseline_mod.relative_path(os.path.join(repo, old), root)] = \
+                baseline_mod.relative_path(os.path.join(repo, new), root)
+    return out
 
 
 def _positions(items: Sequence[Any], chosen: Iterable[Any]) -> set[int]:
