@@ -535,9 +535,10 @@ def test_cached_project_index_answers_as_the_built_one(tmp_path):
     read = again.data_for_root(RULE.project_facts, root)
     assert again.stats["parsed"] == 0 and type(read.functions) is not dict and read.paths == built.paths
     assert {"apply_fsdp", "dp_enabled", "gate", "wrap"} <= set(built.functions)
-    for name in [*built.functions, *built.callers(), "missing"]:
+    names = [*built.functions, "fully_shard", "missing"]
+    assert read.callers_of(names) == built.callers_of(names) and built.callers_of(["fully_shard"])["fully_shard"]
+    for name in names:
         assert read.functions.get(name, ()) == built.functions.get(name, ())
-        assert read.callers().get(name, ()) == built.callers().get(name, ())
     for attr in [*built.attr_other, *built.attr_values, "missing"]:
         assert set(read.attr_other.get(attr, ())) == set(built.attr_other.get(attr, ()))
         assert read.attr_values.get(attr, ()) == built.attr_values.get(attr, ())
@@ -561,9 +562,9 @@ def test_a_malformed_entry_of_the_cached_index_is_rebuilt_not_trusted(tmp_path):
     assert [(f.line, f.args) for f in _check_project(root, "train.py", cache)] == expected  # stores the built object
     assert built_rows(cache, "shard-gates", "functions")["apply_fsdp"].startswith("[[")  # one row per name
     set_built_rows(cache, "shard-gates", "functions", {"apply_fsdp": '[["not", "a", "def", 0]]'})
-    set_built_rows(cache, "shard-gates", "callers", {"fully_shard": '{"not": "a list"}'})
+    set_built_rows(cache, "shard-gates", "files", {0: '{"not": "a summary"}'})
     assert [(f.line, f.args) for f in _check_project(root, "train.py", cache)] == expected
-    assert "not a list" not in built_rows(cache, "shard-gates", "callers")["fully_shard"]  # rebuilt and stored again
+    assert "not a summary" not in built_rows(cache, "shard-gates", "files")[0]  # rebuilt and stored again
 
     def malformed(head):  # a plain part of another shape
         head[0]["paths"] = [3]
@@ -823,7 +824,7 @@ def test_names_are_stored_whatever_they_hold():
     # the stored index keeps names as JSON text: any name comes back as it was
     from hp_invariants.store import codec
 
-    callers = codec(RULE.project_facts.built_parts["callers"].__args__[0])
+    callers = codec(RULE.project_facts.built_parts["paths"])
     for items in ([], ["a"], ["fully_shard", "apply_fsdp"], ["é", "名前"], ['a"b'], ["a\\b"], ["t\tab"], ["\x01", "x"],
                   ['"', '"'], ["\ud800"]):
         assert callers.loads(callers.dumps(items)) == items
@@ -860,39 +861,49 @@ def test_the_checked_file_is_known_in_the_index_by_a_relative_path_too(tmp_path,
         assert [f.line for f in session.check_bytes(path, edited).findings] == [10], path
 
 
-def test_the_checked_file_s_facts_come_from_the_index_when_its_bytes_are_indexed(tmp_path):
-    from fixturelib import set_built_rows
+def test_call_sets_are_computed_on_demand_as_the_summary_computes_them(tmp_path):
+    """The index's summaries hold no call sets (more than half of the summary's cost, asked of a
+    few files): ``calls_of`` parses a file again when first asked, and gives what the full summary
+    of that file gives, for a built and a read-back index alike; a file changed since it was indexed,
+    or one that no longer parses, calls nothing."""
     from hp_invariants.api import ListTable
-    from hp_invariants.project import Project, content_digest
+    from hp_invariants.project import Project
     from hp_invariants.rules import shard_gate_facts as facts
 
-    root = _project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": USES, "broken.py": "def (:\n"})
+    twice = HELPERS + """
+    def apply_fsdp(model):
+        model.reset_sharded_param()
+    """
+    root = _project(tmp_path / "p", {"helpers.py": twice, "train.py": USES, "broken.py": "def (:\n"})
     cache = tmp_path / "cache"
     built = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
     Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)  # from the cached summaries: stored
     read = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
     assert isinstance(read.files, ListTable) and not isinstance(read.files, list)  # read back from the cache
+    assert all(f.calls is None for _, f in built.functions["apply_fsdp"])  # not computed by the build
     for name in ("helpers.py", "train.py"):
-        path = root / name
-        raw = path.read_bytes()
-        expected = facts.summarize(ast.parse(raw))
-        digest, other = content_digest(raw), content_digest(raw + b"\n")
-        assert built.file_facts(str(path), digest) == read.file_facts(str(path), digest) == expected
-        assert built.file_facts(str(path), other) is None and read.file_facts(str(path), other) is None
-    assert built.file_facts(str(root / "broken.py"), b"def (:\n") is None  # not parsed: not indexed
-    assert built.file_facts(str(tmp_path / "elsewhere.py"), content_digest(b"")) is None
-    set_built_rows(cache, "shard-gates", "files", {i: "[1]" for i in range(len(built.paths))})  # malformed entries
-    damaged = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
-    train = str(root / "train.py")
-    assert damaged.file_facts(train, content_digest((root / "train.py").read_bytes())) == built.file_facts(
-        train, content_digest((root / "train.py").read_bytes()))  # answered from the rebuilt index
-    assert _check_project(root, "train.py", cache) == _check_project(root, "train.py")
+        expected = {}
+        for func in facts.summarize(ast.parse((root / name).read_bytes()))[0]:
+            expected.setdefault(func[0], []).append(func[3])
+        for index in (built, read):
+            number = index.file_index(str(root / name))
+            got = {}
+            for fname, defs in ((n, index.functions[n]) for n in expected):
+                got[fname] = [index.calls_of(fname, k) for k, (i, _) in enumerate(defs) if i == number]
+            assert got == expected
+    assert [built.calls_of("apply_fsdp", k) for k in range(2)] == [("fully_shard",), ("reset_sharded_param",)]
+    assert built.callers_of(["fully_shard", "reset_sharded_param"]) == {  # build() shards only when cp_enabled
+        "fully_shard": ["apply_fsdp"], "reset_sharded_param": ["apply_fsdp"]}
+    stale = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
+    (root / "helpers.py").write_text(textwrap.dedent(twice) + "\n# edited after the build\n")
+    assert stale.calls_of("apply_fsdp", 0) == ()  # asked after the edit: the bytes are not the indexed ones
+    assert stale.callers_of(["fully_shard"]) == {"fully_shard": []}
 
 
 def test_a_cached_caller_without_a_definition_does_not_crash_the_check(tmp_path):
     """A built-object cache damaged so that it stays well-formed (found by a fresh helper: one letter
     changed in a caller's name) must not crash the prefilter's closure (it raised KeyError)."""
-    from fixturelib import set_built_rows
+    from fixturelib import built_rows, set_built_rows
     from hp_invariants.project import Project
     from hp_invariants.rules.shard_gated_reset import project_closure
 
@@ -900,7 +911,9 @@ def test_a_cached_caller_without_a_definition_does_not_crash_the_check(tmp_path)
     cache = tmp_path / "cache"
     assert len(_check_project(root, "train.py", cache)) == 1
     assert len(_check_project(root, "train.py", cache)) == 1  # stores the built object
-    set_built_rows(cache, "shard-gates", "callers", {"fully_shard": '["apply_fsdq"]'})
+    rows = built_rows(cache, "shard-gates", "files")
+    assert '"apply_fsdp"' in rows[0]
+    set_built_rows(cache, "shard-gates", "files", {0: rows[0].replace('"apply_fsdp"', '"apply_fsdq"')})
     index = Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)
     assert "apply_fsdq" not in project_closure(index, frozenset({"fully_shard"}))  # it raised KeyError
     assert isinstance(_check_project(root, "train.py", cache), list)
@@ -1126,3 +1139,103 @@ def test_wrapped_classes_option_names_the_wrapped_state():
         """
     assert len(_check(code)) == 1
     assert _check(code, **{"wrapped-classes": ("MyShardedModule",)}) == []
+
+
+def _eager_closure(index, calls):
+    """The must-run closure as it was computed before call sets became lazy: every file's full
+    summary, callers in the order of each name's first ``def`` (the reference for the lazy one)."""
+    from hp_invariants.rules import shard_gate_facts as facts
+
+    functions = {}
+    for number, path in enumerate(index.paths):
+        try:
+            summary = facts.summarize(ast.parse(open(path, "rb").read()))
+        except SyntaxError:
+            continue
+        for func in summary[0]:
+            functions.setdefault(func[0], []).append(facts.FunctionFact(*func))
+    callers = {}
+    for name, defs in functions.items():
+        for func in defs:
+            for callee in func.calls:
+                callers.setdefault(callee, []).append(name)
+    via = {c: c for c in calls}
+    work = list(calls)
+    while work:
+        callee = work.pop()
+        for name in callers.get(callee, ()):
+            if name in via:
+                continue
+            defs = [f for f in functions[name] if not f.abstract] or functions[name]
+            hits = [next((c for c in f.calls if c in via), None) for f in defs]
+            if all(hits):
+                via[name] = hits[0]
+                work.append(name)
+    return via, callers
+
+
+def test_the_lazy_closure_is_the_eager_one_in_order_and_chains(tmp_path):
+    """Call sets computed on demand give the same must-run closure, and the same chains (which
+    must-run name each helper is said to call: the messages), as the full summaries did: names first
+    defined in a file that does not mention the callee, several defs of a name (in one file and
+    across files), abstract placeholders, helpers calling two must-run names, a name spelled in
+    NFKC-equivalent letters (the parser normalizes identifiers: ``ﬁx`` is ``fix``), a file that does
+    not parse."""
+    from hp_invariants.project import Project
+    from hp_invariants.rules.shard_gated_reset import project_closure
+
+    files = {
+        "a_first.py": """
+            def setup(m):
+                log(m)
+
+            def both(m):
+                prepare(m)
+                fully_shard(m)
+            """,
+        "b_tools.py": """
+            import abc
+
+            def prepare(m):
+                m.reset_sharded_param()
+
+            def setup(m):
+                prepare(m)
+                fully_shard(m)
+
+            def setup(m):
+                fully_shard(m)
+
+            class Base:
+                @abc.abstractmethod
+                def shard(self, m):
+                    ...
+
+            def ﬁx_model(m):
+                fully_shard(m)
+            """,
+        "c_more.py": """
+            class Impl:
+                def shard(self, m):
+                    both(m)
+
+            def outer(m):
+                fix_model(m)
+                shard(m)
+            """,
+        "e_spelled.py": """
+            def helper(m):
+                ﬁx_model(m)
+            """,
+        "d_broken.py": "def fully_shard(:\n",
+    }
+    root = _project(tmp_path / "p", files)
+    cache = tmp_path / "cache"
+    for index in (Project(use_cache=False).data_for_root(RULE.project_facts, root),
+                  Project(cache_dir=str(cache)).data_for_root(RULE.project_facts, root)):
+        for calls in ({"fully_shard"}, {"fully_shard", "reset_sharded_param"}, {"reset_sharded_param"}, {"log"}):
+            via, callers = _eager_closure(index, frozenset(calls))
+            assert project_closure(index, frozenset(calls)) == via
+            assert index.callers_of(sorted(callers)) == {c: callers[c] for c in sorted(callers)}
+    via, _ = _eager_closure(index, frozenset({"fully_shard", "reset_sharded_param"}))
+    assert {"prepare", "both", "shard", "fix_model", "helper", "outer"} <= set(via) and "setup" not in via

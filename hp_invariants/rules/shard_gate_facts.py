@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Tuple, Union
 from hp_invariants.astutil import _CHILD_FIELDS, _HOLEY, EXITS, child_bodies, dotted_name, last_name, walk_function_body
 from hp_invariants.api import FileContext, KeyedTable, ListTable
 from hp_invariants.declarations import FUNCTION_FACTS, ShardGateFactsDeclaration  # noqa: F401 - FUNCTION_FACTS: re-exported
+from hp_invariants.limits import budget_paused
 from hp_invariants.semantic import ExternalRef, is_property
 
 UNKNOWN = ("?",)
@@ -73,7 +74,8 @@ class FunctionFact(NamedTuple):
     ``returns``: the encoded values of its ``return`` statements when every one returns a value and
     the function is not a generator (``None`` otherwise); ``calls``: the last names of the functions
     it calls on every path that returns normally (see :func:`unconditional_calls`), sorted (a tuple:
-    a quarter of a frozenset's memory, and the index holds one per ``def`` of the project); ``abstract``: an
+    a quarter of a frozenset's memory), or ``None`` where not computed (the project's summaries: see
+    :meth:`ShardGateIndex.callers_of`); ``abstract``: an
     ``@abstractmethod`` or a body that only raises ``NotImplementedError`` (a placeholder whose
     overrides decide: it never vetoes the other definitions of its name).
     """
@@ -81,7 +83,7 @@ class FunctionFact(NamedTuple):
     name: str
     is_property: bool
     returns: Optional[tuple[Expression, ...]]
-    calls: tuple[str, ...]
+    calls: Optional[tuple[str, ...]]
     abstract: bool = False
 
 
@@ -404,10 +406,13 @@ def function_returns(func: ast.AST) -> tuple | None:
 
 
 # ---------------------------------------------------------------------- the summary
-def summarize(tree: ast.Module) -> tuple:
+def summarize(tree: ast.Module, calls: bool = True) -> tuple:
     """Return the summary of a parsed file (never raises for a valid tree): the fields of
     :class:`FileFacts` as plain tuples (functions as plain :class:`FunctionFact` tuples), so that any
-    cache format that keeps tuples, frozensets, strings, ints, bools and ``None`` can store it."""
+    cache format that keeps tuples, frozensets, strings, ints, bools and ``None`` can store it.
+    ``calls`` False: every function's ``calls`` is ``None`` (not computed: the project index
+    computes them for the few files that can hold a caller of a must-run name, see
+    :meth:`ShardGateIndex.callers_of`); it is more than half of the summary's cost."""
     functions: list[tuple] = []
     attr_values: list[tuple[str, tuple]] = []
     attr_other: set[str] = set()
@@ -416,9 +421,12 @@ def summarize(tree: ast.Module) -> tuple:
         for node in stack.pop():
             cls = node.__class__
             if cls is ast.FunctionDef or cls is ast.AsyncFunctionDef:
-                calls: set[str] = set()
-                unconditional_calls(node.body, calls)
-                functions.append((_intern(node.name), is_property(node), function_returns(node), tuple(sorted(calls)),
+                called: tuple[str, ...] | None = None
+                if calls:
+                    found: set[str] = set()
+                    unconditional_calls(node.body, found)
+                    called = tuple(sorted(found))
+                functions.append((_intern(node.name), is_property(node), function_returns(node), called,
                                   is_abstract(node)))
                 stack.append(node.body)
             elif cls is ast.Assign:
@@ -480,11 +488,12 @@ class ShardGateIndex:
 
     ``functions[name]``: ``(file number, FunctionFact)`` of every ``def`` of that name;
     ``attr_values[attr]``: ``(file number, encoded value)`` of every boolean-shaped ``self.attr``
-    store; ``attr_other[attr]``: the file numbers storing anything else. ``memo`` holds results the
-    rule derives with its options (the must-run closure), keyed by the option values. Read back from
-    the store (:meth:`from_parts`), ``files`` is a :class:`~hp_invariants.api.ListTable` and
-    ``functions``, ``attr_other`` and :meth:`callers` are :class:`~hp_invariants.api.KeyedTable` views
-    with the same ``get``/``[]`` answers.
+    store; ``attr_other[attr]``: the file numbers storing anything else. The functions' call sets are
+    not indexed: :meth:`callers_of` and :meth:`calls_of` compute them for the files that can hold a
+    caller. ``memo`` holds results the rule derives with its options (the must-run closure), keyed
+    by the option values, and those call sets. Read back from the store (:meth:`from_parts`),
+    ``files`` is a :class:`~hp_invariants.api.ListTable` and ``functions`` and ``attr_other`` are
+    :class:`~hp_invariants.api.KeyedTable` views with the same ``get``/``[]`` answers.
     """
 
     def __init__(self, paths: Iterable[str], summaries: Iterable[FileFacts], digests: Iterable[bytes] = (),
@@ -498,7 +507,6 @@ class ShardGateIndex:
         self.attr_values: dict[str, list[tuple[int, tuple]]] = {}
         self.attr_other: dict[str, set[int]] = {}
         self.memo: dict[Any, Any] = {}
-        self._callers: dict[str, list[str]] | None = None
         for number, facts in enumerate(summaries):
             self.files.append(facts)
             functions, attr_values, attr_other = FileFacts(*facts)
@@ -515,23 +523,11 @@ class ShardGateIndex:
         number = self.file_no.get(path)
         return number if number is not None else self.file_no.get(os.path.abspath(path))
 
-    def file_facts(self, path: str, digest: bytes) -> tuple | None:
-        """The indexed summary of ``path`` (:func:`summarize` of its tree) when the file's bytes have
-        the content ``digest`` indexed, else ``None`` (also when the cached text of it is malformed)."""
-        number = self.file_index(path)
-        if number is None or number >= len(self.digests) or not self.digests[number] \
-                or digest != self.digests[number]:
-            return None
-        facts = self.files[number]
-        if facts is None:
-            return None
-        return facts if isinstance(facts, (tuple, list)) and len(facts) == 3 else None
-
     def to_parts(self) -> dict[str, Any]:
         """This index as the parts :attr:`ShardGateFacts.built_parts` declares (:meth:`from_parts`
         reads them back)."""
-        return {"root": self.root, "paths": self.paths, "digests": self.digests, "files": list(self.files), "functions": self.functions,
-                "callers": self.callers(), "attr_values": self.attr_values, "attr_other": self.attr_other}
+        return {"root": self.root, "paths": self.paths, "digests": self.digests, "files": list(self.files),
+                "functions": self.functions, "attr_values": self.attr_values, "attr_other": self.attr_other}
 
     @classmethod
     def from_parts(cls, parts: dict[str, Any]) -> "ShardGateIndex":
@@ -549,7 +545,6 @@ class ShardGateIndex:
         index.functions = parts["functions"]
         index.attr_values = parts["attr_values"]
         index.attr_other = parts["attr_other"]
-        index._callers = parts["callers"]
         index.memo = {}
         return index
 
@@ -598,7 +593,7 @@ class ShardGateIndex:
             ctx = opened[key]
         else:
             try:
-                raw, _ = read_source_bytes(key, 8 * 1024 * 1024)
+                raw, _ = read_source_bytes(key, _MAX_READ)
                 source = SourceFile.from_bytes(key, raw)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -641,22 +636,121 @@ class ShardGateIndex:
         """``path`` relative to the project root (for messages)."""
         return os.path.relpath(os.path.abspath(path), self.root) if self.root else path
 
-    def callers(self) -> dict[str, list[str]]:
-        """``callee -> names of the functions that call it on every normal path`` (a name once per
-        ``def``), over the whole project; computed on first use (it does not depend on options)."""
-        if self._callers is None:
-            callers: dict[str, list[str]] = {}
-            get = callers.get
-            for name, defs in self.functions.items():
-                for _, func in defs:
-                    for callee in func.calls:
-                        found = get(callee)
-                        if found is None:
-                            callers[callee] = [name]
-                        else:
-                            found.append(name)
-            self._callers = callers
-        return self._callers
+    # ------------------------------------------------------------------ calls, on demand
+    def callers_of(self, callees: Iterable[str]) -> dict[str, list[str]]:
+        """``callee -> names of the functions that call it on every normal path`` for each of
+        ``callees``, over the whole project: a name once per ``def`` that calls it, the names in the
+        order of their first ``def`` in the project (files in index order, a file's functions in
+        source order). Memoized per callee.
+
+        The summaries hold no call sets (:func:`summarize` with ``calls=False``): a function can
+        only call ``f`` if ``f`` occurs in its file's text (an identifier is its source spelling, or
+        its NFKC form where the file holds other characters than ASCII), so only the files holding
+        one of ``callees`` are parsed again (:meth:`calls_of`), after one pass over the
+        project's files."""
+        callees = list(callees)
+        memo = self.memo.setdefault("callers", {})
+        wanted = [name for name in dict.fromkeys(callees) if name not in memo]
+        if wanted:
+            holding = self._files_naming(wanted)
+            for callee in wanted:
+                memo[callee] = self._callers_in(callee, holding[callee])
+        return {name: memo[name] for name in callees}
+
+    def calls_of(self, name: str, k: int) -> tuple[str, ...]:
+        """The names the ``k``-th ``def`` of ``name`` (``functions[name][k]``) calls on every normal
+        path, from its file's tree (read and parsed once: :meth:`_file_calls`); ``()`` where the file
+        changed since it was indexed, or no longer parses."""
+        defs = self.functions.get(name, ())
+        number = defs[k][0]
+        nth = sum(1 for n, _ in defs[:k] if n == number)  # the defs of `name` before it in its file
+        found = self._file_calls(number).get(name, ())
+        return found[nth] if nth < len(found) else ()
+
+    def _callers_in(self, callee: str, numbers: list[int]) -> list[str]:
+        """:meth:`callers_of` for one callee, given the files whose text holds it."""
+        names: dict[str, tuple[int, int]] = {}  # name -> where it is first defined in the project
+        for number in numbers:
+            facts = self.files[number]
+            for func in facts[0] if isinstance(facts, (tuple, list)) and len(facts) == 3 else ():
+                name = func[0]
+                if name not in names:
+                    first = self.functions.get(name)
+                    names[name] = self._first_def(name, first[0][0]) if first else (number, 0)
+        holding = set(numbers)
+        found: list[str] = []
+        for name in sorted(names, key=names.__getitem__):
+            for k, (number, _func) in enumerate(self.functions.get(name, ())):
+                if number in holding and callee in self.calls_of(name, k):
+                    found.append(name)
+        return found
+
+    def _first_def(self, name: str, number: int) -> tuple[int, int]:
+        """``(file number, position among its functions)`` of the first ``def`` of ``name``."""
+        facts = self.files[number]
+        functions = facts[0] if isinstance(facts, (tuple, list)) and len(facts) == 3 else ()
+        return number, next((i for i, func in enumerate(functions) if func[0] == name), 0)
+
+    def _files_naming(self, names: list[str]) -> dict[str, list[int]]:
+        """The numbers of the indexed files whose text holds each of ``names`` (one read of each file
+        with functions; a file that can no longer be read holds none)."""
+        import unicodedata  # noqa: PLC0415
+
+        from hp_invariants.source import SourceDecodeError, SourceFile, read_source_bytes  # noqa: PLC0415
+
+        out: dict[str, list[int]] = {name: [] for name in names}
+        encoded = [(name, name.encode("utf-8", "surrogatepass")) for name in names]
+        with budget_paused():  # per-project work, not the checked file's
+            for number, path in enumerate(self.paths):
+                facts = self.files[number]
+                if not (isinstance(facts, (tuple, list)) and len(facts) == 3 and facts[0]):
+                    continue  # no function: no caller
+                try:
+                    raw, _ = read_source_bytes(os.path.abspath(path), _MAX_READ)
+                except (OSError, ValueError):
+                    continue
+                if raw.isascii():
+                    hits = [name for name, data in encoded if data in raw]
+                else:
+                    try:
+                        text = unicodedata.normalize("NFKC", SourceFile.from_bytes(path, raw).text)
+                    except (SourceDecodeError, ValueError):
+                        continue
+                    hits = [name for name, _ in encoded if name in text]
+                for name in hits:
+                    out[name].append(number)
+        return out
+
+    def _file_calls(self, number: int) -> dict[str, list[tuple[str, ...]]]:
+        """``name -> calls of each def of it`` in the file ``number`` (in source order), from its tree
+        (read and parsed once); ``{}`` when its bytes are no longer the indexed ones or do not parse."""
+        memo = self.memo.setdefault("calls", {})
+        found = memo.get(number)
+        if found is not None:
+            return found
+        import warnings  # noqa: PLC0415
+
+        from hp_invariants.source import SourceFile, content_digest, read_source_bytes  # noqa: PLC0415
+
+        found = {}
+        with budget_paused():
+            try:
+                raw, _ = read_source_bytes(os.path.abspath(self.paths[number]), _MAX_READ)
+                if number < len(self.digests) and content_digest(raw) == self.digests[number]:
+                    source = SourceFile.from_bytes(self.paths[number], raw)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        tree = ast.parse(source.text, filename=self.paths[number])
+                    for func in summarize(tree)[0]:
+                        found.setdefault(func[0], []).append(func[3])
+            except (OSError, ValueError, SyntaxError, RecursionError, MemoryError):
+                found = {}
+        memo[number] = found
+        return found
+
+
+_MAX_READ = 8 * 1024 * 1024
+"""Bytes read at most of a project file opened again (as :meth:`ShardGateIndex.open_file`)."""
 
 
 class ShardGateFacts(ShardGateFactsDeclaration):
@@ -666,8 +760,9 @@ class ShardGateFacts(ShardGateFactsDeclaration):
     summary_type = FileFacts
 
     def summarize(self, tree: ast.Module, path: str, module: str | None = None) -> tuple:
-        """Return the summary of ``tree`` (:func:`summarize`; the path and module name are not used)."""
-        return summarize(tree)
+        """Return the summary of ``tree`` without call sets (:func:`summarize` with ``calls=False``;
+        the path and module name are not used)."""
+        return summarize(tree, calls=False)
 
     def build(self, root: Path, paths: list[str], summaries: list[Any], digests: list[bytes]) -> ShardGateIndex:
         """Return the :class:`ShardGateIndex` of the project's files."""
@@ -678,7 +773,6 @@ class ShardGateFacts(ShardGateFactsDeclaration):
         "root": str, "paths": list[str], "digests": list[bytes],
         "files": ListTable[FileFacts],
         "functions": KeyedTable[list[tuple[int, FunctionFact]]],
-        "callers": KeyedTable[list[str]],
         "attr_values": dict[str, list[tuple[int, Expression]]],
         "attr_other": KeyedTable[set[int]],
     }

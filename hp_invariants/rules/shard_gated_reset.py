@@ -510,25 +510,32 @@ def _concrete(defs: list) -> list:
 def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, str]:
     """Must-run names of the whole project for the option ``calls`` (memoized on the index): each
     maps to a must-run name it always calls; option names map to themselves. A name is must-run
-    when every ``def`` of it, in any file, calls a must-run name on every normal path."""
+    when every ``def`` of it, in any file, calls a must-run name on every normal path. Only the
+    files that can hold a caller are parsed again (:meth:`ShardGateIndex.callers_of`), the names
+    waiting in the work list looked up together."""
     key = ("closure", calls)
     cached = index.memo.get(key)
     if cached is not None:
         return cached
     via = {c: c for c in calls}
-    callers = index.callers()
     work = list(calls)
     while work:
         callee = work.pop()
-        for name in callers.get(callee, ()):
+        for name in index.callers_of([callee, *work])[callee]:
             if name in via:
                 continue
             defs = index.functions.get(name)
             if not defs:  # a caller without a definition: only a damaged cache says so; not must-run
                 continue
-            hits = [next((c for c in f.calls if c in via), None) for f in _concrete([f for _, f in defs])]
-            if all(hits):
-                via[name] = hits[0]
+            concrete = [k for k, (_, f) in enumerate(defs) if not f.abstract] or range(len(defs))  # _concrete
+            first = None
+            for k in concrete:
+                hit = next((c for c in index.calls_of(name, k) if c in via), None)
+                if hit is None:
+                    break
+                first = first or hit
+            else:
+                via[name] = first
                 work.append(name)
     index.memo[key] = via
     return via
@@ -615,11 +622,10 @@ class _Analyzer:
 
     # ------------------------------------------------------------------ project facts
     def local(self) -> "_LocalFacts":
-        """The facts of the file being checked: its indexed summary when the index holds these very
-        bytes, else (an edit not saved, a fix round, a file outside the project) its current tree's."""
+        """The facts of the file being checked, from its current tree (the index's summaries hold no
+        call sets, and an edit not saved, a fix round or a file outside the project is not indexed)."""
         if self._local is None:
-            indexed = self.index.file_facts(self.ctx.path, self.ctx.source.content_digest()) if self.index is not None else None
-            self._local = _LocalFacts(indexed if indexed is not None else facts.summarize(self.ctx.tree))
+            self._local = _LocalFacts(facts.summarize(self.ctx.tree))
         return self._local
 
     def functions_named(self, name: str) -> list[facts.FunctionFact]:
