@@ -376,9 +376,10 @@ an enclosing loop or block): unwrapping it would leave that code unreachable.
 
 Project facts: the rule reads, for every file of the project (the nearest folder with
 `pyproject.toml` or `.git`, or `setup.py`/`setup.cfg` outside a package), the return values of its functions and
-properties, the names each function always calls, and the values stored into `self.<attr>`; they
-are summarized once per file (cached with the other project facts) and evaluated with the options
-of the file being checked. Without a project (library use with no `Project`), the rule uses what
+properties and the values stored into `self.<attr>`, summarized once per file (cached with the
+other project facts) and evaluated with the options of the file being checked; and the names each
+function always calls, computed when asked, for the files whose text holds a must-run name (or the
+name of a helper already found to call one). Without a project (library use with no `Project`), the rule uses what
 the file itself shows.
 
 Text prefilter: a file is analysed only if one of the configured `unconditional-calls` names, or
