@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, Tuple, TypeVar, Union
 
 from hp_invariants.model import Applicability, Confidence, Edit, Finding, Fix
-from hp_invariants.source import SourceFile
+from hp_invariants.source import SourceFile, identifier_text
 
 if TYPE_CHECKING:  # pragma: no cover - imported where used: a run answered from the results cache never needs them
     from hp_invariants.semantic import SemanticModel
@@ -144,7 +144,8 @@ class Rule(_Declared):
 
         ``options`` are this rule's configured option values: when ``prefilter_option`` names a
         list option (say ``unconditional-calls``), its configured values replace ``prefilter``, so a
-        prefilter never skips a file that a configured name could match.
+        prefilter never skips a file that a configured name could match. A token is also found
+        where the text spells it with characters Python reads as it (:func:`identifier_text`).
         """
         analysis = self.analysis()
         if analysis is not self:
@@ -152,7 +153,10 @@ class Rule(_Declared):
         tokens = self.prefilter
         if self.prefilter_option and options and self.prefilter_option in options:
             tokens = options[self.prefilter_option]
-        return not tokens or any(token in text for token in tokens)
+        if not tokens or any(token in text for token in tokens):
+            return True
+        spelled = identifier_text(text)  # a name spelled with compatibility characters (``ﬁ``, ``ｆ``)
+        return spelled is not text and any(token in spelled for token in tokens)
 
     def prefilter_record(self, data: Any, options: dict[str, Any] | None = None) -> str | None:
         """What :meth:`applies_to` reads from the project object ``data`` (of ``project_facts``) under

@@ -233,6 +233,19 @@ class Session:
             return result
         source.known_digest = digest
         active = self.active_rules(source, settings)
+        is_built = getattr(self.project, "is_built", None)
+        if is_built is not None:
+            # a prefilter that reads project facts reads those of every project built so far: when the
+            # file's own project is not among them (a library session, the pylint plugin over several
+            # roots), a file calling only its own project's helpers was skipped for another's. Build
+            # the file's project and ask again.
+            late = [r for r in settings.rules if r.prefilter_reads_project and r.project_facts is not None
+                    and r not in active and not is_built(r.project_facts, path)]
+            if late:
+                for rule in late:
+                    self.project.data(rule.project_facts, path)
+                active = [r for r in settings.rules if r in active or r in late
+                          and r.applies_to(source.text, settings.options.get(r.rule_id))]
         if tracking is not None:  # a prefilter that read the project skipped the rule: that is a dependency
             for rule in settings.rules:
                 if rule.prefilter_reads_project and rule.project_facts is not None and rule not in active:

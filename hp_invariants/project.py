@@ -166,6 +166,10 @@ class Project:
         folder = self.cache_dir(root) if callable(self.cache_dir) else self.cache_dir
         return folder or default_cache_dir()
 
+    def is_built(self, facts: ProjectFacts, path: str) -> bool:
+        """True when ``facts``' project object for the project holding ``path`` is built already."""
+        return facts.key in self._built.get(self.root_of(path), ())
+
     def data(self, facts: ProjectFacts, path: str) -> Any:
         """Return ``facts``' project object for the project holding ``path`` (built on first use; see
         :meth:`prepare`)."""

@@ -89,6 +89,53 @@ def _read_at_most(handle: Any, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+# ---------------------------------------------------------------------- identifiers in text
+_LAST_SPELLED: tuple = (None, None)
+"""The last text :func:`identifier_text` was asked about and its answer (each rule's prefilter asks
+about the same text in turn)."""
+
+
+def identifier_text(text: str) -> str:
+    """``text`` as a text prefilter must search it for identifiers: Python reads identifiers in NFKC
+    form (PEP 3131: ``ﬁx`` and ``ｆix`` are the name ``fix``), so where ``text`` is not in NFKC form
+    its NFKC form is appended (a superset: every spelling the parser reads as a name is then found as
+    that name); else ``text`` itself (ASCII text, nearly every file, is answered at once)."""
+    global _LAST_SPELLED
+    if text.isascii():
+        return text
+    last = _LAST_SPELLED
+    if last[0] is text:
+        return last[1]
+    import unicodedata  # noqa: PLC0415
+
+    found = text if unicodedata.is_normalized("NFKC", text) else text + "\n" + unicodedata.normalize("NFKC", text)
+    _LAST_SPELLED = (text, found)
+    return found
+
+
+_ASCII_SAFE_CODECS = frozenset({"utf-8", "ascii", "iso8859-1", "cp1252", "utf-8-sig"})
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+
+
+def ascii_as_written(raw: bytes) -> bool:
+    """True when ``raw`` is ASCII and decodes to itself: no PEP 263 cookie names a codec that reads
+    ASCII bytes as other text (``utf-7``'s ``+AF8-`` is ``_``, ``unicode_escape``'s ``\\u005f`` too),
+    so a byte search for an ASCII name finds every spelling of it the parser reads."""
+    if not raw.isascii():
+        return False
+    first = raw.find(b"\n")
+    second = raw.find(b"\n", first + 1) if first >= 0 else -1
+    found = _COOKIE.search(raw if second < 0 else raw[:second])
+    if found is None:
+        return True
+    import codecs  # noqa: PLC0415
+
+    try:
+        return codecs.lookup(found.group(1).decode("ascii")).name in _ASCII_SAFE_CODECS
+    except LookupError:
+        return False
+
+
 def content_digest(raw: bytes) -> bytes:
     """The content key of a file's bytes (blake2b, 16 bytes): what the project cache and the results
     cache recognise a file's content by."""

@@ -1159,8 +1159,8 @@ def _eager_closure(index, calls):
         for func in defs:
             for callee in func.calls:
                 callers.setdefault(callee, []).append(name)
-    via = {c: c for c in calls}
-    work = list(calls)
+    via = {c: c for c in sorted(calls)}
+    work = sorted(calls)
     while work:
         callee = work.pop()
         for name in callers.get(callee, ()):
@@ -1239,3 +1239,117 @@ def test_the_lazy_closure_is_the_eager_one_in_order_and_chains(tmp_path):
             assert index.callers_of(sorted(callers)) == {c: callers[c] for c in sorted(callers)}
     via, _ = _eager_closure(index, frozenset({"fully_shard", "reset_sharded_param"}))
     assert {"prepare", "both", "shard", "fix_model", "helper", "outer"} <= set(via) and "setup" not in via
+
+
+def test_a_file_of_many_functions_is_scanned_once_per_closure(tmp_path):
+    """Finding the callers of a step in a file of thousands of ``def``s read that file's function
+    list once per function name (quadratic: 14 s for 20,000 defs, a new user's find); each file's
+    positions are now read once."""
+    from hp_invariants.project import Project
+    from hp_invariants.rules.shard_gated_reset import project_closure
+
+    many = "".join(f"def case_{i}(x):\n    return x + {i}\n" for i in range(3000))
+    root = _project(tmp_path / "p", {"big.py": many + "def big_helper(model):\n    fully_shard(model)\n",
+                                     "main.py": "if world_size > 1:\n    big_helper(model)\n"})
+    index = Project(use_cache=False).data_for_root(RULE.project_facts, root)
+
+    class Counting(list):
+        reads = 0
+
+        def __getitem__(self, i):
+            Counting.reads += 1
+            return super().__getitem__(i)
+
+    index.files = Counting(index.files)
+    assert project_closure(index, frozenset({"fully_shard"})) == {"fully_shard": "fully_shard",
+                                                                  "big_helper": "fully_shard"}
+    assert Counting.reads <= 3 * len(index.paths)
+    assert len(_check_project(root, "main.py")) == 1
+
+
+def test_a_caller_in_a_file_whose_cookie_reads_ascii_as_other_text_is_found(tmp_path):
+    """``# coding: utf-7`` reads ``wrap+AF8-model`` as ``wrap_model`` (``unicode_escape``: ``\\u005f``):
+    the closure's text search decodes such a file instead of searching its bytes (it found no
+    caller: a new user's find)."""
+    root = _project(tmp_path / "p", {
+        "a.py": "def wrap_model(model):\n    fully_shard(model)\n",
+        "main.py": "from b import mid\n\nif world_size > 1:\n    mid(model)\n"})
+    (root / "b.py").write_bytes(b"# coding: utf-7\nimport a\n\ndef mid(model):\n    a.wrap+AF8-model(model)\n")
+    (root / "c.py").write_bytes(b"# coding: unicode_escape\nimport a\n\ndef other(model):\n    a.wrap\\u005fmodel(model)\n")
+    (root / "main2.py").write_text("from c import other\n\nif world_size > 1:\n    other(model)\n")
+    found = _check_project(root, "main.py")
+    assert len(found) == 1 and "mid() -> wrap_model() -> fully_shard" in found[0].message
+    assert len(_check_project(root, "main2.py")) == 1
+
+
+def test_a_call_spelled_with_compatibility_characters_passes_the_text_prefilter(tmp_path):
+    """Python reads ``a.conﬁgure_fsdp`` (the ``ﬁ`` ligature) and ``F.ｆully_shard`` (fullwidth) as
+    ``configure_fsdp`` and ``fully_shard``; the prefilters and the check's text test searched the
+    raw text and skipped the file (a new user's find)."""
+    root = _project(tmp_path / "p", {
+        "a.py": "def configure_fsdp(model):\n    fully_shard(model)\n",
+        "main.py": "import a\n\nif world_size > 1:\n    a.conﬁgure_fsdp(model)\n",
+        "direct.py": "import F\n\nif world_size > 1:\n    F.ｆully_shard(model)\n"})
+    assert len(_check_project(root, "main.py")) == 1
+    assert len(_check_project(root, "direct.py")) == 1
+    from hp_invariants.rules.local_tensor_view_not_detached import LocalTensorViewNotDetached
+
+    e9501 = LocalTensorViewNotDetached()  # every rule's token prefilter (Rule.applies_to) reads names so
+    assert e9501.applies_to("p._ｌocal_tensor = t.view(-1)") and not e9501.applies_to("p.x = t  # 中文，注释")
+
+
+HASH_SEEDED = {
+    "helpers.py": """
+        def a_reset(model):
+            for p in model.params:
+                p.reset_sharded_param()
+
+        def setup(model):
+            fully_shard(model)
+            a_reset(model)
+        """,
+    "main.py": """
+        from helpers import setup
+
+        if world_size > 1:
+            setup(model)
+        else:
+            model.to("cuda")
+        """,
+}
+
+
+def test_a_helper_running_a_wrap_and_a_completion_step_is_no_wrap_whatever_the_hash_seed(tmp_path):
+    """``setup`` always runs ``fully_shard`` (a wrap: a handled world size 1 may skip it) and, through
+    ``a_reset``, ``reset_sharded_param`` (a completion step: never skipped). The closure credited it
+    with whichever step it met first, in the order of a frozenset (PYTHONHASHSEED): the finding came
+    and went between runs (a new user's find). Its steps are now both, so it is no wrap: reported."""
+    import os
+    import subprocess
+    import sys
+
+    root = _project(tmp_path / "p", HASH_SEEDED)
+    assert len(_check_project(root, "main.py")) == 1
+    outputs = set()
+    for seed in ("0", "1", "8"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "HP_INVARIANTS_CACHE_DIR": str(tmp_path / f"c{seed}")}
+        done = subprocess.run([sys.executable, "-m", "hp_invariants", "check", "--select", "E9502", "--format",
+                               "json", "main.py"], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+        outputs.add(done.stdout)
+        assert done.returncode == 1, done.stderr
+    assert len(outputs) == 1
+
+
+def test_a_file_of_a_project_not_built_yet_is_checked_with_its_own_helpers(tmp_path):
+    """The prefilter reads the must-run helpers of the projects built so far: a session (the pylint
+    plugin over two roots, a library session) that built project A first skipped a file of project B
+    that calls only B's own helper under a gate. The file's own project is built before asking again."""
+    from hp_invariants.project import Project
+
+    a = _project(tmp_path / "a", {"helpers.py": HELPERS, "train.py": USES})
+    b = _project(tmp_path / "b", {"tools.py": "def wrap_b(model):\n    fully_shard(model)\n",
+                                  "main.py": "from tools import wrap_b\n\nif world_size > 1:\n    wrap_b(model)\n"})
+    session = session_for_rules([RULE], None, Project(use_cache=False))
+    assert len(session.check_bytes(str(a / "train.py"), (a / "train.py").read_bytes()).findings) == 1  # builds A
+    found = session.check_bytes(str(b / "main.py"), (b / "main.py").read_bytes()).findings
+    assert [f.line for f in found] == [4] and "wrap_b() -> fully_shard" in found[0].message

@@ -645,7 +645,8 @@ class ShardGateIndex:
 
         The summaries hold no call sets (:func:`summarize` with ``calls=False``): a function can
         only call ``f`` if ``f`` occurs in its file's text (an identifier is its source spelling, or
-        its NFKC form where the file holds other characters than ASCII), so only the files holding
+        its NFKC form: :func:`~hp_invariants.source.identifier_text`; a file whose coding cookie reads
+        ASCII bytes as other text is decoded first), so only the files holding
         one of ``callees`` are parsed again (:meth:`calls_of`), after one pass over the
         project's files."""
         callees = list(callees)
@@ -663,7 +664,9 @@ class ShardGateIndex:
         changed since it was indexed, or no longer parses."""
         defs = self.functions.get(name, ())
         number = defs[k][0]
-        nth = sum(1 for n, _ in defs[:k] if n == number)  # the defs of `name` before it in its file
+        nth = 0  # the defs of `name` before it in its file (defs are in file order: a short walk back)
+        while k - nth - 1 >= 0 and defs[k - nth - 1][0] == number:
+            nth += 1
         found = self._file_calls(number).get(name, ())
         return found[nth] if nth < len(found) else ()
 
@@ -671,12 +674,11 @@ class ShardGateIndex:
         """:meth:`callers_of` for one callee, given the files whose text holds it."""
         names: dict[str, tuple[int, int]] = {}  # name -> where it is first defined in the project
         for number in numbers:
-            facts = self.files[number]
-            for func in facts[0] if isinstance(facts, (tuple, list)) and len(facts) == 3 else ():
-                name = func[0]
+            for name in self._positions(number):
                 if name not in names:
                     first = self.functions.get(name)
-                    names[name] = self._first_def(name, first[0][0]) if first else (number, 0)
+                    where = first[0][0] if first else number
+                    names[name] = (where, self._positions(where).get(name, 0))
         holding = set(numbers)
         found: list[str] = []
         for name in sorted(names, key=names.__getitem__):
@@ -685,18 +687,24 @@ class ShardGateIndex:
                     found.append(name)
         return found
 
-    def _first_def(self, name: str, number: int) -> tuple[int, int]:
-        """``(file number, position among its functions)`` of the first ``def`` of ``name``."""
-        facts = self.files[number]
-        functions = facts[0] if isinstance(facts, (tuple, list)) and len(facts) == 3 else ()
-        return number, next((i for i, func in enumerate(functions) if func[0] == name), 0)
+    def _positions(self, number: int) -> dict[str, int]:
+        """``name -> position of its first def among the functions of file number`` (memoized: a
+        file of many functions is asked about each of them)."""
+        memo = self.memo.setdefault("positions", {})
+        found = memo.get(number)
+        if found is None:
+            facts = self.files[number]
+            found = {}
+            for i, func in enumerate(facts[0] if isinstance(facts, (tuple, list)) and len(facts) == 3 else ()):
+                found.setdefault(func[0], i)
+            memo[number] = found
+        return found
 
     def _files_naming(self, names: list[str]) -> dict[str, list[int]]:
         """The numbers of the indexed files whose text holds each of ``names`` (one read of each file
         with functions; a file that can no longer be read holds none)."""
-        import unicodedata  # noqa: PLC0415
-
-        from hp_invariants.source import SourceDecodeError, SourceFile, read_source_bytes  # noqa: PLC0415
+        from hp_invariants.source import (SourceDecodeError, SourceFile, ascii_as_written,  # noqa: PLC0415
+                                          identifier_text, read_source_bytes)
 
         out: dict[str, list[int]] = {name: [] for name in names}
         encoded = [(name, name.encode("utf-8", "surrogatepass")) for name in names]
@@ -709,11 +717,11 @@ class ShardGateIndex:
                     raw, _ = read_source_bytes(os.path.abspath(path), _MAX_READ)
                 except (OSError, ValueError):
                     continue
-                if raw.isascii():
+                if ascii_as_written(raw):
                     hits = [name for name, data in encoded if data in raw]
                 else:
                     try:
-                        text = unicodedata.normalize("NFKC", SourceFile.from_bytes(path, raw).text)
+                        text = identifier_text(SourceFile.from_bytes(path, raw).text)
                     except (SourceDecodeError, ValueError):
                         continue
                     hits = [name for name, _ in encoded if name in text]

@@ -202,10 +202,7 @@ passed in); a class whose constructor always shards (`Wrapper(model)`); module-l
 its innermost gate (a dispatch around an inner `if ws > 1:` does not count) and in re-tests by
 `if` statements (not ternaries or `assert`s), whose quantity is compared by source text after
 local aliases (`self.world_size` and `self.env.world_size` differ); names are resolved by last name, not through imports, so two
-unrelated project functions of one name must both qualify. In the pylint plugin and the codemods,
-which build project facts on first use, a file that calls a project helper by name but no
-configured step passes the text prefilter only while no other project's facts have been built in
-that process.
+unrelated project functions of one name must both qualify.
 
 **Evidence and confidence.** Every message ends with its evidence: the construct that tests the
 gate and its line (`gate tested by an if at line 12`, `an early exit`, `a conditional expression`
@@ -408,6 +405,7 @@ from hp_invariants.astutil import (SCOPES, EXITS, FunctionNode, always_exits, do
 from hp_invariants.model import Applicability, Confidence, Edit
 from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Repair, RepairState
 from hp_invariants.semantic import SemanticModel
+from hp_invariants.source import identifier_text
 from hp_invariants.rules import shard_gate_facts as facts
 from hp_invariants.rules.shard_gate_facts import ShardGateIndex, mesh_receiver
 
@@ -518,8 +516,8 @@ def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, s
     cached = index.memo.get(key)
     if cached is not None:
         return cached
-    via = {c: c for c in calls}
-    work = list(calls)
+    via = {c: c for c in sorted(calls)}
+    work = sorted(calls)  # not the frozenset's order: that changes with PYTHONHASHSEED, and with it the chains
     while work:
         callee = work.pop()
         for name in index.callers_of([callee, *work])[callee]:
@@ -586,6 +584,7 @@ class _Analyzer:
         self._local: _LocalFacts | None = None
         self._class_names: frozenset[str] | None = None
         self._must_run: dict[str, str] | None = None
+        self._steps: dict[str, frozenset[str]] | None = None
 
     # ------------------------------------------------------------------ names
     def _quantity_name(self, name: str | None) -> bool:
@@ -675,6 +674,41 @@ class _Analyzer:
         self._must_run = via
         return via
 
+    def steps(self, name: str | None) -> frozenset[str]:
+        """The must-run steps (``unconditional-calls`` names) a call of ``name`` always runs: the
+        step itself for a step; for a must-run helper, the steps that every one of its ``def``s
+        reaches through its must-run calls (a least fixed point over the must-run names: a helper
+        that always calls both ``fully_shard`` and a helper of ``reset_sharded_param`` runs both);
+        empty for any other name."""
+        if self._steps is None:
+            via = self.must_run()
+            local = self.local().functions
+            defs_calls: dict[str, list[tuple[str, ...]]] = {}
+            for helper in via:
+                if helper in self.calls:
+                    continue
+                if helper in local:
+                    defs_calls[helper] = [d.calls for d in _concrete(local[helper])]
+                elif self.index is not None:
+                    defs = self.index.functions.get(helper, ())
+                    concrete = [k for k, (_, f) in enumerate(defs) if not f.abstract] or range(len(defs))
+                    defs_calls[helper] = [self.index.calls_of(helper, k) for k in concrete]
+            steps: dict[str, frozenset[str]] = {c: frozenset((c,)) for c in self.calls}
+            steps.update((helper, frozenset()) for helper in defs_calls)
+            empty: frozenset[str] = frozenset()
+            changed = True
+            while changed:
+                changed = False
+                for helper in sorted(defs_calls):
+                    reached = [empty.union(*(steps.get(c, empty) for c in calls if c in via))
+                               for calls in defs_calls[helper]]
+                    found = reached[0].intersection(*reached[1:]) if reached else empty
+                    if found != steps[helper]:
+                        steps[helper] = found
+                        changed = True
+            self._steps = steps
+        return self._steps.get(name, frozenset()) if name is not None else frozenset()
+
     def root(self, name: str) -> str:
         """The option name that the must-run ``name`` ends up calling."""
         via = self.must_run()
@@ -723,8 +757,11 @@ class _Analyzer:
 
     def is_wrap(self, node: ast.Call) -> bool:
         """True when ``node`` calls a wrap step (``wrap-calls``), directly or through a must-run
-        helper whose step is one (``apply_fsdp() -> fully_shard``)."""
-        return self.root(last_name(node.func)) in self.wraps
+        helper whose steps are all wraps (``apply_fsdp() -> fully_shard``); a helper that also always
+        runs a completion step (``reset_sharded_param``) is none: that step is not the wrap a recipe
+        may skip on purpose at world size 1."""
+        steps = self.steps(last_name(node.func))
+        return bool(steps) and steps <= self.wraps
 
     def degree_keys(self, expr: ast.AST, scope: ast.AST, depth: int = 0) -> set[str]:
         """The degree quantities ``expr`` tests, as source text: the compared operand of each degree
@@ -1560,6 +1597,7 @@ class ShardGatedReset(ShardGatedResetDeclaration):
         project's facts are built (the pylint plugin builds them on first use), every file passes:
         the check itself then builds them and applies the same test."""
         calls = tuple(options[self.prefilter_option]) if options and self.prefilter_option in options else self.prefilter
+        text = identifier_text(text)  # ``conﬁgure_fsdp`` calls configure_fsdp
         if any(name in text for name in calls):
             return True
         if not _BUILT:
@@ -1573,7 +1611,7 @@ class ShardGatedReset(ShardGatedResetDeclaration):
         calls = ctx.option(self, "unconditional-calls")
         index = ctx.project_data(self) if ctx.project is not None else None
         closure = project_closure(index, frozenset(calls)) if index is not None else {}
-        text = ctx.source.text
+        text = identifier_text(ctx.source.text)
         if not any(name in text for name in calls) and not any(name in text for name in closure):
             return
         analyzer = _Analyzer(ctx, self, index)

@@ -220,6 +220,7 @@ from hp_invariants.model import Applicability, Confidence, Edit, Finding
 from hp_invariants.api import REPAIRED, REVERTED, UNKNOWN, Repair, RepairState
 from hp_invariants.declarations import WrapOverlapHardRaiseDeclaration
 from hp_invariants.rules.shard_gate_facts import may_name_project_module
+from hp_invariants.source import identifier_text
 
 WALK_METHODS = {
     # method name -> shape of each item: "module" (the submodule), "pair" ((name, submodule)),
@@ -722,7 +723,7 @@ class _FileChecker:
         the file are needed to learn the markers a function or its helpers store on walked submodules
         (see :meth:`learned_markers`).
         """
-        if not has_walk_call_text(self.ctx.source.text):
+        if not has_walk_call_text(identifier_text(self.ctx.source.text)):
             return  # no call of a walk method anywhere: nothing can match
         items = list(self._collect(self.ctx.tree, self.ctx.tree.body))
         for scope, node, walk in items:
