@@ -95,11 +95,13 @@ _LAST_SPELLED: tuple = (None, None)
 about the same text in turn)."""
 
 
-def identifier_text(text: str) -> str:
+def identifier_text(text: str, remember: bool = True) -> str:
     """``text`` as a text prefilter must search it for identifiers: Python reads identifiers in NFKC
     form (PEP 3131: ``ﬁx`` and ``ｆix`` are the name ``fix``), so where ``text`` is not in NFKC form
     its NFKC form is appended (a superset: every spelling the parser reads as a name is then found as
-    that name); else ``text`` itself (ASCII text, nearly every file, is answered at once)."""
+    that name); else ``text`` itself (ASCII text, nearly every file, is answered at once). The last
+    answer is kept for the next question about the same text (each rule's prefilter asks in turn);
+    ``remember`` False: a one-off question (a pass over other files) that must not displace it."""
     global _LAST_SPELLED
     if text.isascii():
         return text
@@ -109,7 +111,8 @@ def identifier_text(text: str) -> str:
     import unicodedata  # noqa: PLC0415
 
     found = text if unicodedata.is_normalized("NFKC", text) else text + "\n" + unicodedata.normalize("NFKC", text)
-    _LAST_SPELLED = (text, found)
+    if remember:
+        _LAST_SPELLED = (text, found)
     return found
 
 

@@ -1353,3 +1353,20 @@ def test_a_file_of_a_project_not_built_yet_is_checked_with_its_own_helpers(tmp_p
     assert len(session.check_bytes(str(a / "train.py"), (a / "train.py").read_bytes()).findings) == 1  # builds A
     found = session.check_bytes(str(b / "main.py"), (b / "main.py").read_bytes()).findings
     assert [f.line for f in found] == [4] and "wrap_b() -> fully_shard" in found[0].message
+
+
+def test_the_callers_search_does_not_displace_the_prefilters_last_spelling(tmp_path):
+    """The NFKC form of a non-ASCII text is kept for the next prefilter asking about the same text;
+    the closure's pass over the project's files (a one-off question per file) must not replace it (a
+    new user measured every file with full-width punctuation normalized once more per check)."""
+    from hp_invariants import source
+    from hp_invariants.project import Project
+
+    root = _project(tmp_path / "p", {"a.py": "def wrap(m):\n    fully_shard(m)  # 中文，注释\n",
+                                     "b.py": "def other(m):\n    pass  # 中文，注释\n"})
+    index = Project(use_cache=False).data_for_root(RULE.project_facts, root)
+    text = "x = 1  # 全角，标点\n"
+    spelled = source.identifier_text(text)
+    assert spelled != text and spelled.endswith("全角,标点\n")
+    assert index.callers_of(["fully_shard"]) == {"fully_shard": ["wrap"]}
+    assert source.identifier_text(text) is spelled  # still the remembered answer

@@ -721,7 +721,7 @@ class ShardGateIndex:
                     hits = [name for name, data in encoded if data in raw]
                 else:
                     try:
-                        text = identifier_text(SourceFile.from_bytes(path, raw).text)
+                        text = identifier_text(SourceFile.from_bytes(path, raw).text, remember=False)
                     except (SourceDecodeError, ValueError):
                         continue
                     hits = [name for name, _ in encoded if name in text]
