@@ -1370,3 +1370,31 @@ def test_the_callers_search_does_not_displace_the_prefilters_last_spelling(tmp_p
     assert spelled != text and spelled.endswith("全角,标点\n")
     assert index.callers_of(["fully_shard"]) == {"fully_shard": ["wrap"]}
     assert source.identifier_text(text) is spelled  # still the remembered answer
+
+
+def test_an_abstract_placeholder_in_the_checked_file_leaves_the_step_to_the_overrides(tmp_path):
+    """``self.apply_fsdp(model)`` in the base class runs a subclass's override: a placeholder of the
+    checked file (``@abstractmethod``) does not shadow the project's overrides that always shard (it
+    did: no finding; a new user's find, the doc says placeholders leave the decision to overrides)."""
+    root = _project(tmp_path / "p", {
+        "base.py": """
+            from abc import ABC, abstractmethod
+
+            class Trainer(ABC):
+                @abstractmethod
+                def apply_fsdp(self, model):
+                    ...
+
+                def setup(self, model):
+                    if self.world_size > 1:
+                        self.apply_fsdp(model)
+            """,
+        "impl.py": """
+            from base import Trainer
+
+            class MyTrainer(Trainer):
+                def apply_fsdp(self, model):
+                    fully_shard(model)
+            """})
+    found = _check_project(root, "base.py")
+    assert [f.line for f in found] == [11] and "apply_fsdp() -> fully_shard" in found[0].message

@@ -19,7 +19,8 @@ A must-run step is
   apply_fsdp(m)` a finding, reported as `'apply_fsdp() -> fully_shard()'`. Every `def` of that name
   must qualify (the file's own `def`s when it has one, else every other file's), except abstract
   placeholders (`@abstractmethod`, or a body that only raises `NotImplementedError`) when the name
-  has other definitions: a base class's `apply_fsdp` that raises leaves the decision to its overrides.
+  has other definitions: a base class's `apply_fsdp` that raises leaves the decision to its overrides,
+  also when the base class is in the file being checked and the overrides are elsewhere.
 
 Why `register_fsdp_forward_method`: FSDP2 runs its all-gather/reshard hooks around `forward` only;
 a model whose other method (`generate`) runs the forward pass needs
@@ -659,7 +660,7 @@ class _Analyzer:
         if self._must_run is not None:
             return self._must_run
         base = project_closure(self.index, self.calls) if self.index is not None else {c: c for c in self.calls}
-        local = {name: _concrete(defs) for name, defs in self.local().functions.items()}
+        local = self._local_helpers()
         via = {name: v for name, v in base.items() if name in self.calls or name not in local}
         changed = True
         while changed:
@@ -682,13 +683,13 @@ class _Analyzer:
         empty for any other name."""
         if self._steps is None:
             via = self.must_run()
-            local = self.local().functions
+            local = self._local_helpers()
             defs_calls: dict[str, list[tuple[str, ...]]] = {}
             for helper in via:
                 if helper in self.calls:
                     continue
                 if helper in local:
-                    defs_calls[helper] = [d.calls for d in _concrete(local[helper])]
+                    defs_calls[helper] = [d.calls for d in local[helper]]
                 elif self.index is not None:
                     defs = self.index.functions.get(helper, ())
                     concrete = [k for k, (_, f) in enumerate(defs) if not f.abstract] or range(len(defs))
@@ -708,6 +709,14 @@ class _Analyzer:
                         changed = True
             self._steps = steps
         return self._steps.get(name, frozenset()) if name is not None else frozenset()
+
+    def _local_helpers(self) -> dict[str, list]:
+        """The file's own ``def``s by name, which decide a name for the file (abstract placeholders
+        left out where a concrete one exists); a name whose every ``def`` here is a placeholder
+        (``@abstractmethod``, a body that only raises ``NotImplementedError``) is left to the project:
+        ``self.apply_fsdp(model)`` runs a subclass's override, wherever it is defined."""
+        return {name: _concrete(defs) for name, defs in self.local().functions.items()
+                if any(not d.abstract for d in defs)}
 
     def root(self, name: str) -> str:
         """The option name that the must-run ``name`` ends up calling."""
