@@ -397,7 +397,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import dataclasses
 
@@ -507,6 +507,14 @@ def _concrete(defs: list) -> list:
     return concrete or defs
 
 
+def _concrete_calls(index: ShardGateIndex, name: str) -> Iterator[tuple[str, ...]]:
+    """The call sets of the project's ``def``s of ``name`` that decide it (:func:`_concrete`), each
+    computed when reached (:meth:`ShardGateIndex.calls_of` may parse its file)."""
+    defs = index.functions.get(name, ())
+    for k in [k for k, (_, f) in enumerate(defs) if not f.abstract] or range(len(defs)):
+        yield index.calls_of(name, k)
+
+
 def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, str]:
     """Must-run names of the whole project for the option ``calls`` (memoized on the index): each
     maps to a must-run name it always calls; option names map to themselves. A name is must-run
@@ -527,10 +535,9 @@ def project_closure(index: ShardGateIndex, calls: frozenset[str]) -> dict[str, s
             defs = index.functions.get(name)
             if not defs:  # a caller without a definition: only a damaged cache says so; not must-run
                 continue
-            concrete = [k for k, (_, f) in enumerate(defs) if not f.abstract] or range(len(defs))  # _concrete
             first = None
-            for k in concrete:
-                hit = next((c for c in index.calls_of(name, k) if c in via), None)
+            for called in _concrete_calls(index, name):  # one at a time: the first miss decides
+                hit = next((c for c in called if c in via), None)
                 if hit is None:
                     break
                 first = first or hit
@@ -691,9 +698,7 @@ class _Analyzer:
                 if helper in local:
                     defs_calls[helper] = [d.calls for d in local[helper]]
                 elif self.index is not None:
-                    defs = self.index.functions.get(helper, ())
-                    concrete = [k for k, (_, f) in enumerate(defs) if not f.abstract] or range(len(defs))
-                    defs_calls[helper] = [self.index.calls_of(helper, k) for k in concrete]
+                    defs_calls[helper] = list(_concrete_calls(self.index, helper))
             steps: dict[str, frozenset[str]] = {c: frozenset((c,)) for c in self.calls}
             steps.update((helper, frozenset()) for helper in defs_calls)
             empty: frozenset[str] = frozenset()
